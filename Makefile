@@ -1,0 +1,124 @@
+# The one entry point. See README.md for the commands; `make help` lists them.
+
+CC      ?= cc
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
+LDLIBS  += -lm -lpthread
+BUILD   ?= build
+
+CHAPTERS := $(sort $(notdir $(wildcard chapters/*)))
+chapter  ?= II.2
+
+# The default model: committed under models/ when it exists, else made by mkmodel.
+DEFAULT_MODEL := $(firstword $(wildcard models/default.gguf) $(BUILD)/models/default.gguf)
+MODEL  ?= $(DEFAULT_MODEL)
+PROMPT ?= Once upon a time
+N      ?= 64
+ARGS   ?=
+
+# ---- common/ ---------------------------------------------------------------
+COMMON_SRC := $(wildcard common/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
+COMMON_LIB := $(BUILD)/obj/libcommon.a
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Icommon -c $< -o $@
+
+$(COMMON_LIB): $(COMMON_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# ---- chapters --------------------------------------------------------------
+# In a chapter directory, a file named like a program (model-generate.c) holds
+# that program's main; every other .c file is the chapter's engine.
+define CHAPTER_RULES
+$(1)_SRC      := $$(wildcard chapters/$(1)/*.c)
+$(1)_MAINS    := $$(filter chapters/$(1)/%-%.c,$$($(1)_SRC))
+$(1)_LIBSRC   := $$(filter-out $$($(1)_MAINS),$$($(1)_SRC))
+$(1)_LIBOBJ   := $$($(1)_LIBSRC:%.c=$(BUILD)/obj/%.o)
+$(1)_PROGRAMS := $$(patsubst chapters/$(1)/%.c,$(BUILD)/$(1)/%,$$($(1)_MAINS))
+$(1)_LIB      := $(BUILD)/obj/chapters/$(1)/libchapter.a
+
+$$($(1)_LIB): $$($(1)_LIBOBJ)
+	@rm -f $$@
+	ar rcs $$@ $$^
+
+$(BUILD)/obj/chapters/$(1)/%.o: chapters/$(1)/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -Ichapters/$(1) -Icommon -c $$< -o $$@
+
+$(BUILD)/$(1)/%: $(BUILD)/obj/chapters/$(1)/%.o $$($(1)_LIB) $(COMMON_LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS)
+
+$(1)_TEST_SRC := $$(wildcard tests/chapters/$(1)/*.c)
+$(BUILD)/tests/chapter-$(1): $$($(1)_TEST_SRC) tests/harness.c $$($(1)_LIB) $(COMMON_LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -Itests -Ichapters/$(1) -Icommon -o $$@ $$^ $$(LDLIBS)
+
+build-$(1): $$($(1)_PROGRAMS)
+endef
+$(foreach c,$(CHAPTERS),$(eval $(call CHAPTER_RULES,$(c))))
+
+ALL_PROGRAMS := $(foreach c,$(CHAPTERS),$($(c)_PROGRAMS))
+
+# ---- tools -----------------------------------------------------------------
+TOOLS_SHARED := $(filter-out tools/mkmodel.c tools/gen_unicode.c,$(wildcard tools/*.c))
+$(BUILD)/tools/mkmodel: tools/mkmodel.c $(TOOLS_SHARED) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools -Icommon -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tools/%: tools/%.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+
+# Test models: small, deterministic, made on demand.
+include tools/models.mk
+
+# ---- tests -----------------------------------------------------------------
+COMMON_TEST_SRC := $(wildcard tests/common/*.c)
+$(BUILD)/tests/common: $(COMMON_TEST_SRC) tests/harness.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
+
+CROSS_TEST_SRC := $(wildcard tests/cross/*.c)
+$(BUILD)/tests/cross: $(CROSS_TEST_SRC) tests/harness.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
+
+CHAPTER_TESTS := $(foreach c,$(CHAPTERS),$(if $($(c)_TEST_SRC),$(BUILD)/tests/chapter-$(c)))
+ALL_TESTS := $(BUILD)/tests/common $(CHAPTER_TESTS) $(if $(CROSS_TEST_SRC),$(BUILD)/tests/cross)
+
+.PHONY: all test run build help clean bench
+all: $(ALL_PROGRAMS) $(BUILD)/tools/mkmodel
+
+check-chapter:
+	@if [ -z "$(filter $(chapter),$(CHAPTERS))" ]; then \
+	  echo "error: unknown chapter '$(chapter)'; chapters: $(CHAPTERS)" >&2; exit 2; fi
+
+ifeq ($(origin chapter),command line)
+test: check-chapter $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS)) $(TEST_MODELS) $(ALL_PROGRAMS)
+	@tools/run-tests.sh $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS))
+else
+test: $(ALL_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS)
+	@tools/run-tests.sh $(ALL_TESTS)
+endif
+
+build: check-chapter
+	@$(MAKE) --no-print-directory build-$(chapter)
+
+run: check-chapter
+	@$(MAKE) --no-print-directory build-$(chapter) $(DEFAULT_MODEL)
+	$(BUILD)/$(chapter)/model-generate $(ARGS) $(MODEL) "$(PROMPT)" $(N)
+
+help:
+	@echo "make chapter=II.2 run [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   run a chapter's model-generate"
+	@echo "make test | make chapter=II.2 test                              run the tests"
+	@echo "chapters: $(CHAPTERS)"
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,23 @@
+/* tensor.h: a weight tensor: a typed view into the model file. Activations are
+ * plain float arrays whose shapes are written next to them. */
+#ifndef TENSOR_H
+#define TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+
+typedef struct {
+    const char *name;
+    DType type;
+    int64_t ne[4];     /* ne[0] = row length (contiguous), ne[1] = rows */
+    size_t row_bytes;  /* bytes of one row of ne[0] elements */
+    const void *data;  /* row r starts at (const char *)data + r * row_bytes */
+} Tensor;
+
+static inline const void *tensor_row(const Tensor *t, int64_t r) {
+    return (const char *)t->data + (size_t)r * t->row_bytes;
+}
+
+#endif
