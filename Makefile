@@ -75,7 +75,7 @@ $(BUILD)/tools/%: tools/%.c $(COMMON_LIB)
 	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
 
 # Test models: small, deterministic, made on demand.
-include tools/models.mk
+include $(sort $(wildcard tools/*.mk))
 
 # ---- tests -----------------------------------------------------------------
 COMMON_TEST_SRC := $(wildcard tests/common/*.c)
