@@ -1,0 +1,62 @@
+/* backend.h: where the heavy math runs. A chapter's forward pass calls
+ * matmul() and attention() through a Backend; which one (scalar, simd,
+ * parallel) is chosen at start-up, so faster kernels never touch a chapter.
+ *
+ * The rule every backend keeps: an output element is computed by one fixed
+ * sequence of operations whatever the batch size or thread count, so logits
+ * are bitwise identical across chapters, cache kinds, batches and threads. */
+#ifndef BACKEND_H
+#define BACKEND_H
+
+#include "tensor.h"
+
+/* A run of n consecutive cached positions: row j of k and v holds the key and
+ * value of one position, kv_dim = n_kv_heads * head_dim floats each. */
+typedef struct {
+    const float *k; /* [n, kv_dim] */
+    const float *v; /* [n, kv_dim] */
+    int n;
+} KvSpan;
+
+/* The shape of an attention call. */
+typedef struct {
+    int n_heads, n_kv_heads, head_dim;
+} AttnShape;
+
+typedef struct Backend Backend;
+struct Backend {
+    const char *name;
+    int n_threads;
+    /* y[n, out] = x[n, in] . W[out, in]^T, W read in its stored type. */
+    void (*matmul)(Backend *be, float *y, const float *x, const Tensor *w, int n);
+    /* out[n_heads*head_dim] = causal attention of one query q[n_heads*head_dim]
+     * over the keys/values of the spans, in position order. */
+    void (*attention)(Backend *be, float *out, const float *q, const KvSpan *spans, int n_spans,
+                      AttnShape s);
+    void (*destroy)(Backend *be);
+    void *impl;
+};
+
+/* name: "scalar", "simd", "parallel", or NULL for the fastest available.
+ * n_threads <= 0 means one per core. Returns NULL with err on an unknown name. */
+Backend *backend_create(const char *name, int n_threads, char *err);
+void backend_free(Backend *be);
+/* The names this build knows, for --help and error messages. */
+const char *backend_names(void);
+
+static inline void matmul(Backend *be, float *y, const float *x, const Tensor *w, int n) {
+    be->matmul(be, y, x, w, n);
+}
+
+static inline void attention(Backend *be, float *out, const float *q, const KvSpan *spans,
+                             int n_spans, AttnShape s) {
+    be->attention(be, out, q, spans, n_spans, s);
+}
+
+/* The scalar kernels, shared by backends as their reference and fallback. */
+void scalar_matmul_rows(float *y, const float *x, const Tensor *w, int n, int row_begin, int row_end);
+void scalar_attention_heads(float *out, const float *q, const KvSpan *spans, int n_spans,
+                            AttnShape s, int head_begin, int head_end);
+Backend *backend_scalar_create(void);
+
+#endif

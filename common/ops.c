@@ -1,0 +1,73 @@
+/* ops.c: see ops.h. Numerics follow llama.cpp's CPU code where it matters:
+ * RMSNorm sums squares in double; RoPE builds each angle by repeated float
+ * multiplication. */
+#include "ops.h"
+
+#include <math.h>
+
+void rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    float scale = 1.0f / sqrtf((float)(sum / n) + eps);
+    for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+}
+
+void rmsnorm_heads(float *x, const float *w, int n_heads, int head_dim, float eps) {
+    for (int h = 0; h < n_heads; h++) rmsnorm(x + h * head_dim, x + h * head_dim, w, head_dim, eps);
+}
+
+void rope_neox(float *x, int n_heads, int head_dim, int pos, float theta_base) {
+    int half = head_dim / 2;
+    float cosv[half], sinv[half];
+    float theta_scale = powf(theta_base, -2.0f / (float)head_dim);
+    float theta = (float)pos;
+    for (int i = 0; i < half; i++) {
+        cosv[i] = cosf(theta);
+        sinv[i] = sinf(theta);
+        theta *= theta_scale;
+    }
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + h * head_dim;
+        for (int i = 0; i < half; i++) {
+            float x0 = v[i], x1 = v[i + half];
+            v[i] = x0 * cosv[i] - x1 * sinv[i];
+            v[i + half] = x0 * sinv[i] + x1 * cosv[i];
+        }
+    }
+}
+
+void silu_mul(float *a, const float *b, int n) {
+    for (int i = 0; i < n; i++) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+}
+
+void add_inplace(float *y, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] += x[i];
+}
+
+void embed_row(float *out, const Tensor *table, int32_t id) {
+    dequant_row(table->type, tensor_row(table, id), out, table->ne[0]);
+}
+
+int32_t argmax(const float *logits, int n, float *prob) {
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best]) best = i;
+    if (prob) {
+        double sum = 0.0;
+        for (int i = 0; i < n; i++) sum += exp((double)logits[i] - logits[best]);
+        *prob = (float)(1.0 / sum);
+    }
+    return best;
+}
+
+void softmax(float *x, int n) {
+    float max = x[0];
+    for (int i = 1; i < n; i++)
+        if (x[i] > max) max = x[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
