@@ -35,7 +35,7 @@ $(COMMON_LIB): $(COMMON_OBJ)
 # that program's main; every other .c file is the chapter's engine.
 define CHAPTER_RULES
 $(1)_SRC      := $$(wildcard chapters/$(1)/*.c)
-$(1)_MAINS    := $$(filter chapters/$(1)/%-%.c,$$($(1)_SRC))
+$(1)_MAINS    := $$(foreach f,$$($(1)_SRC),$$(if $$(findstring -,$$(notdir $$(f))),$$(f)))
 $(1)_LIBSRC   := $$(filter-out $$($(1)_MAINS),$$($(1)_SRC))
 $(1)_LIBOBJ   := $$($(1)_LIBSRC:%.c=$(BUILD)/obj/%.o)
 $(1)_PROGRAMS := $$(patsubst chapters/$(1)/%.c,$(BUILD)/$(1)/%,$$($(1)_MAINS))

@@ -1,0 +1,85 @@
+/* forward.c: the Qwen3 forward pass over a whole sequence, top to bottom. */
+#include "forward.h"
+
+#include <stdlib.h>
+
+#include "ops.h"
+#include "util.h"
+
+/* Activations for n positions; every buffer is row-major, one row a position. */
+typedef struct {
+    float *x;    /* [n, dim] the residual stream */
+    float *xb;   /* [n, dim] normalized input of a block, then its output */
+    float *q;    /* [n, q_dim] queries, heads side by side */
+    float *k;    /* [n, kv_dim] keys of every position: attention reads them all */
+    float *v;    /* [n, kv_dim] values */
+    float *att;  /* [n, q_dim] attention output */
+    float *gate; /* [n, ffn_dim] */
+    float *up;   /* [n, ffn_dim] */
+} Activations;
+
+static void build_activations(Activations *a, const Qwen3Config *c, int n) {
+    size_t rows = (size_t)n;
+    a->x = xmalloc(sizeof(float) * rows * c->dim);
+    a->xb = xmalloc(sizeof(float) * rows * c->dim);
+    a->q = xmalloc(sizeof(float) * rows * c->q_dim);
+    a->k = xmalloc(sizeof(float) * rows * c->kv_dim);
+    a->v = xmalloc(sizeof(float) * rows * c->kv_dim);
+    a->att = xmalloc(sizeof(float) * rows * c->q_dim);
+    a->gate = xmalloc(sizeof(float) * rows * c->ffn_dim);
+    a->up = xmalloc(sizeof(float) * rows * c->ffn_dim);
+}
+
+static void free_activations(Activations *a) {
+    free(a->x); free(a->xb); free(a->q); free(a->k); free(a->v);
+    free(a->att); free(a->gate); free(a->up);
+}
+
+/* Self-attention of one layer for positions 0..n-1: position i attends to 0..i. */
+static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
+    const Qwen3Config *c = &m->cfg;
+    for (int i = 0; i < n; i++) rmsnorm(a->xb + i * c->dim, a->x + i * c->dim, L->attn_norm, c->dim, c->norm_eps);
+    matmul(be, a->q, a->xb, &L->wq, n);
+    matmul(be, a->k, a->xb, &L->wk, n);
+    matmul(be, a->v, a->xb, &L->wv, n);
+    for (int i = 0; i < n; i++) {
+        float *q = a->q + i * c->q_dim, *k = a->k + i * c->kv_dim;
+        rmsnorm_heads(q, L->q_norm, c->n_heads, c->head_dim, c->norm_eps);
+        rmsnorm_heads(k, L->k_norm, c->n_kv_heads, c->head_dim, c->norm_eps);
+        rope_neox(q, c->n_heads, c->head_dim, i, c->rope_theta);
+        rope_neox(k, c->n_kv_heads, c->head_dim, i, c->rope_theta);
+    }
+    AttnShape shape = {c->n_heads, c->n_kv_heads, c->head_dim};
+    for (int i = 0; i < n; i++) {
+        KvSpan past = {a->k, a->v, i + 1}; /* causal: keys 0..i */
+        attention(be, a->att + i * c->q_dim, a->q + i * c->q_dim, &past, 1, shape);
+    }
+    matmul(be, a->xb, a->att, &L->wo, n);
+    add_inplace(a->x, a->xb, n * c->dim);
+}
+
+/* The MLP of one layer: x += down(silu(gate(h)) * up(h)). */
+static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
+    const Qwen3Config *c = &m->cfg;
+    for (int i = 0; i < n; i++) rmsnorm(a->xb + i * c->dim, a->x + i * c->dim, L->ffn_norm, c->dim, c->norm_eps);
+    matmul(be, a->gate, a->xb, &L->w_gate, n);
+    matmul(be, a->up, a->xb, &L->w_up, n);
+    silu_mul(a->gate, a->up, n * c->ffn_dim);
+    matmul(be, a->xb, a->gate, &L->w_down, n);
+    add_inplace(a->x, a->xb, n * c->dim);
+}
+
+void forward(const Qwen3Model *m, Backend *be, const int32_t *tokens, int n, float *logits) {
+    const Qwen3Config *c = &m->cfg;
+    Activations a;
+    build_activations(&a, c, n);
+    for (int i = 0; i < n; i++) embed_row(a.x + i * c->dim, &m->tok_embd, tokens[i]);
+    for (int l = 0; l < c->n_layers; l++) {
+        attention_block(m, be, &m->layers[l], &a, n);
+        mlp_block(m, be, &m->layers[l], &a, n);
+    }
+    float *last = a.x + (size_t)(n - 1) * c->dim; /* only the last position predicts */
+    rmsnorm(last, last, m->output_norm, c->dim, c->norm_eps);
+    matmul(be, logits, last, &m->output, 1);
+    free_activations(&a);
+}

@@ -1,0 +1,131 @@
+/* cli.c: see cli.h. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "util.h"
+
+#define DEFAULT_PROMPT "Once upon a time"
+#define DEFAULT_MAX_NEW 32
+
+void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
+    fprintf(f, "usage: %s [options] <model.gguf> [prompt] [max_new_tokens]\n\n", prog);
+    fprintf(f, "Greedy generation with timing: per-step events and the metrics block.\n\n");
+    fprintf(f, "options:\n");
+    if (kv_modes) {
+        fprintf(f, "  --kv [MODE]        use a KV cache: prefill once, then decode one token per forward;\n");
+        fprintf(f, "                     modes:");
+        for (int i = 0; kv_modes[i]; i++) fprintf(f, " %s%s", kv_modes[i], i == 0 ? " (default)" : "");
+        fprintf(f, "\n                     without --kv every step recomputes the whole sequence\n");
+    }
+    fprintf(f, "  --backend NAME     %s (default: the fastest available)\n", backend_names());
+    fprintf(f, "  --threads N        threads of the parallel backend (default: one per core)\n");
+    fprintf(f, "  --prompt-file F    read the prompt from F, exact bytes\n");
+    fprintf(f, "  --no-special       special-token text in the prompt stays plain text\n");
+    fprintf(f, "  --ignore-eos       keep going past end-of-generation tokens\n");
+    fprintf(f, "  --ctx N            cap the sequence length (prompt + generated) at N tokens\n");
+    fprintf(f, "  --json             print one JSON object with the text and metrics at the end\n");
+    fprintf(f, "  --quiet            print only the metrics block\n");
+    fprintf(f, "  --logits F         write every step's logits to F (float32 rows, little-endian)\n");
+    fprintf(f, "  --help             this text\n");
+    fprintf(f, "\ndefaults: prompt \"%s\", max_new_tokens %d\n", DEFAULT_PROMPT, DEFAULT_MAX_NEW);
+}
+
+static int parse_int(const char *s, const char *what, int min, int *out, char *err) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > INT_MAX) {
+        err_set(err, "%s must be an integer >= %d, got '%s'", what, min, s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static bool is_mode(const char *s, const char *const *modes) {
+    for (int i = 0; modes && modes[i]; i++)
+        if (strcmp(s, modes[i]) == 0) return true;
+    return false;
+}
+
+static int take_kv(GenOptions *o, int argc, char **argv, int *i, const char *const *modes, char *err) {
+    const char *a = argv[*i];
+    const char *v = NULL;
+    if (strncmp(a, "--kv=", 5) == 0) v = a + 5;
+    else if (*i + 1 < argc && is_mode(argv[*i + 1], modes)) v = argv[++*i];
+    else if (*i + 1 < argc && argv[*i + 1][0] != '-' && !strchr(argv[*i + 1], '.') &&
+             !strchr(argv[*i + 1], '/')) v = argv[++*i]; /* looks like a mode name, not a file */
+    else v = modes[0];
+    if (!is_mode(v, modes)) {
+        Buf b = {0};
+        for (int k = 0; modes[k]; k++) buf_printf(&b, "%s%s", k ? ", " : "", modes[k]);
+        err_set(err, "unknown --kv mode '%s' (supported: %s)", v, b.data);
+        buf_free(&b);
+        return -1;
+    }
+    o->kv = v;
+    return 0;
+}
+
+/* The value of an option that takes one. */
+static const char *need_value(int argc, char **argv, int *i, char *err) {
+    if (*i + 1 >= argc) {
+        err_set(err, "option %s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes, char *err) {
+    memset(o, 0, sizeof *o);
+    o->max_new_tokens = DEFAULT_MAX_NEW;
+    const char *pos[3];
+    int n_pos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1;
+        else if (kv_modes && (strcmp(a, "--kv") == 0 || strncmp(a, "--kv=", 5) == 0)) {
+            if (take_kv(o, argc, argv, &i, kv_modes, err)) return -1;
+        } else if (strcmp(a, "--backend") == 0) {
+            if (!(o->backend = need_value(argc, argv, &i, err))) return -1;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--threads", 1, &o->threads, err))
+                return -1;
+        } else if (strcmp(a, "--ctx") == 0) {
+            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--ctx", 1, &o->ctx, err)) return -1;
+        } else if (strcmp(a, "--prompt-file") == 0) {
+            if (!(o->prompt_file = need_value(argc, argv, &i, err))) return -1;
+        } else if (strcmp(a, "--logits") == 0) {
+            if (!(o->logits_path = need_value(argc, argv, &i, err))) return -1;
+        } else if (strcmp(a, "--no-special") == 0) o->no_special = true;
+        else if (strcmp(a, "--ignore-eos") == 0) o->ignore_eos = true;
+        else if (strcmp(a, "--json") == 0) o->json = o->quiet = true;
+        else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (a[0] == '-' && a[1] != '\0') {
+            err_set(err, "unknown option '%s' (see --help)", a);
+            return -1;
+        } else if (n_pos < 3) pos[n_pos++] = a;
+        else {
+            err_set(err, "too many arguments: '%s' (see --help)", a);
+            return -1;
+        }
+    }
+    if (n_pos == 0) {
+        err_set(err, "missing the model file (see --help)");
+        return -1;
+    }
+    o->model_path = pos[0];
+    if (n_pos >= 2) o->prompt = pos[1];
+    if (n_pos >= 3 && parse_int(pos[2], "max_new_tokens", 0, &o->max_new_tokens, err)) return -1;
+    if (o->prompt && o->prompt_file) {
+        err_set(err, "give the prompt either as an argument or with --prompt-file, not both");
+        return -1;
+    }
+    if (!o->prompt && !o->prompt_file) o->prompt = DEFAULT_PROMPT;
+    return 0;
+}
