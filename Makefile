@@ -54,9 +54,9 @@ $(BUILD)/$(1)/%: $(BUILD)/obj/chapters/$(1)/%.o $$($(1)_LIB) $(COMMON_LIB)
 	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS)
 
 $(1)_TEST_SRC := $$(wildcard tests/chapters/$(1)/*.c)
-$(BUILD)/tests/chapter-$(1): $$($(1)_TEST_SRC) tests/harness.c $$($(1)_LIB) $(COMMON_LIB)
+$(BUILD)/tests/chapter-$(1): $$($(1)_TEST_SRC) tests/harness.c $$(wildcard tests/ref/*.c) $$($(1)_LIB) $(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -Itests -Ichapters/$(1) -Icommon -o $$@ $$^ $$(LDLIBS)
+	$$(CC) $$(CFLAGS) -Itests -Itests/ref -Ichapters/$(1) -Icommon -o $$@ $$^ $$(LDLIBS)
 
 build-$(1): $$($(1)_PROGRAMS)
 endef
@@ -65,8 +65,7 @@ $(foreach c,$(CHAPTERS),$(eval $(call CHAPTER_RULES,$(c))))
 ALL_PROGRAMS := $(foreach c,$(CHAPTERS),$($(c)_PROGRAMS))
 
 # ---- tools -----------------------------------------------------------------
-TOOLS_SHARED := $(filter-out tools/mkmodel.c tools/gen_unicode.c,$(wildcard tools/*.c))
-$(BUILD)/tools/mkmodel: tools/mkmodel.c $(TOOLS_SHARED) $(COMMON_LIB)
+$(BUILD)/tools/mkmodel: tools/mkmodel.c tools/gguf_writer.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools -Icommon -o $@ $^ $(LDLIBS)
 
@@ -89,7 +88,8 @@ $(BUILD)/tests/cross: $(CROSS_TEST_SRC) tests/harness.c $(COMMON_LIB)
 	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
 
 CHAPTER_TESTS := $(foreach c,$(CHAPTERS),$(if $($(c)_TEST_SRC),$(BUILD)/tests/chapter-$(c)))
-ALL_TESTS := $(BUILD)/tests/common $(CHAPTER_TESTS) $(if $(CROSS_TEST_SRC),$(BUILD)/tests/cross)
+# tools/*.mk may add test binaries to EXTRA_TESTS.
+ALL_TESTS = $(BUILD)/tests/common $(CHAPTER_TESTS) $(if $(CROSS_TEST_SRC),$(BUILD)/tests/cross) $(EXTRA_TESTS)
 
 .PHONY: all test run build help clean bench
 all: $(ALL_PROGRAMS) $(BUILD)/tools/mkmodel

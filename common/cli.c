@@ -13,7 +13,8 @@
 #define DEFAULT_MAX_NEW 32
 
 void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
-    fprintf(f, "usage: %s [options] <model.gguf> [prompt] [max_new_tokens]\n\n", prog);
+    fprintf(f, "usage: %s [options] <model.gguf> [prompt] [max_new_tokens]\n", prog);
+    fprintf(f, "       %s [options] --prompt-file F <model.gguf> [max_new_tokens]\n\n", prog);
     fprintf(f, "Greedy generation with timing: per-step events and the metrics block.\n\n");
     fprintf(f, "options:\n");
     if (kv_modes) {
@@ -120,12 +121,16 @@ int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes,
         return -1;
     }
     o->model_path = pos[0];
-    if (n_pos >= 2) o->prompt = pos[1];
-    if (n_pos >= 3 && parse_int(pos[2], "max_new_tokens", 0, &o->max_new_tokens, err)) return -1;
-    if (o->prompt && o->prompt_file) {
+    /* With --prompt-file the prompt argument is absent: <gguf> [max_new_tokens]. */
+    int n_prompt_args = o->prompt_file ? 0 : 1;
+    if (n_pos > 2 + n_prompt_args) {
         err_set(err, "give the prompt either as an argument or with --prompt-file, not both");
         return -1;
     }
+    if (n_pos >= 2 && n_prompt_args) o->prompt = pos[1];
+    if (n_pos == 2 + n_prompt_args &&
+        parse_int(pos[1 + n_prompt_args], "max_new_tokens", 0, &o->max_new_tokens, err))
+        return -1;
     if (!o->prompt && !o->prompt_file) o->prompt = DEFAULT_PROMPT;
     return 0;
 }

@@ -69,6 +69,12 @@ static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Act
     add_inplace(a->x, a->xb, n * c->dim);
 }
 
+/* logits[vocab] from one row of the residual stream: final norm, LM head. */
+static void output_logits(const Qwen3Model *m, Backend *be, float *x, float *logits) {
+    rmsnorm(x, x, m->output_norm, m->cfg.dim, m->cfg.norm_eps);
+    matmul(be, logits, x, &m->output, 1);
+}
+
 void forward(const Qwen3Model *m, Backend *be, const int32_t *tokens, int n, float *logits) {
     const Qwen3Config *c = &m->cfg;
     Activations a;
@@ -78,8 +84,6 @@ void forward(const Qwen3Model *m, Backend *be, const int32_t *tokens, int n, flo
         attention_block(m, be, &m->layers[l], &a, n);
         mlp_block(m, be, &m->layers[l], &a, n);
     }
-    float *last = a.x + (size_t)(n - 1) * c->dim; /* only the last position predicts */
-    rmsnorm(last, last, m->output_norm, c->dim, c->norm_eps);
-    matmul(be, logits, last, &m->output, 1);
+    output_logits(m, be, a.x + (size_t)(n - 1) * c->dim, logits); /* only the last position predicts */
     free_activations(&a);
 }
