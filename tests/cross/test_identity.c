@@ -1,0 +1,98 @@
+/* The book's invariant: for one backend, every chapter and every cache kind
+ * produce bitwise-identical logits at every step, and so the same tokens. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "qwen3.h"
+#include "run.h"
+#include "util.h"
+
+static const char *write_prompt(const char *name, const char *text) {
+    const char *path = test_tmp_path(name);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return path;
+}
+
+static int model_vocab(const char *path) {
+    Qwen3Model m;
+    char err[ERR_MAX];
+    if (qwen3_load(&m, path, err) != 0) {
+        test_fail(__FILE__, __LINE__, "%s", err);
+        return 0;
+    }
+    int v = m.cfg.vocab_size;
+    qwen3_free(&m);
+    return v;
+}
+
+/* Runs every chapter and cache mode on one model and prompt with the given
+ * backend flags and checks they all agree with the first mode bit for bit. */
+static void check_identity(const char *model, const char *prompt_file, int n, const char *backend_flags) {
+    int vocab = model_vocab(model);
+    if (!vocab) return;
+    RunMode modes[16];
+    int nm = run_modes(modes, 16);
+    CHECK_MSG(nm >= 3, "expected at least II.1, II.2 and II.2 --kv basic, found %d modes", nm);
+    RunResult first;
+    if (nm == 0 || !run_generate(&modes[0], backend_flags, model, prompt_file, n, vocab, &first)) return;
+    CHECK_EQ_INT(first.n_generated, n);
+    for (int i = 1; i < nm; i++) {
+        RunResult r;
+        if (!run_generate(&modes[i], backend_flags, model, prompt_file, n, vocab, &r)) continue;
+        CHECK_MSG(r.n_generated == first.n_generated &&
+                      memcmp(r.generated, first.generated, sizeof(int32_t) * (size_t)r.n_generated) == 0,
+                  "%s: %s %s generates other tokens than %s %s", model, modes[i].chapter, modes[i].flags,
+                  modes[0].chapter, modes[0].flags);
+        long rows = r.n_logit_rows < first.n_logit_rows ? r.n_logit_rows : first.n_logit_rows;
+        CHECK_EQ_INT(r.n_logit_rows, first.n_logit_rows);
+        for (long row = 0; row < rows; row++)
+            if (memcmp(r.logits + row * vocab, first.logits + row * vocab, sizeof(float) * (size_t)vocab) != 0) {
+                test_fail(__FILE__, __LINE__, "%s %s: %s %s: logits of step %ld differ from %s %s", model,
+                          backend_flags, modes[i].chapter, modes[i].flags, row, modes[0].chapter, modes[0].flags);
+                break;
+            }
+        run_free(&r);
+    }
+    run_free(&first);
+}
+
+static const char *test_model(const char *name) {
+    static char path[8][512];
+    static int slot;
+    slot = (slot + 1) % 8;
+    snprintf(path[slot], sizeof path[slot], "%s/%s.gguf", test_models_dir(), name);
+    return path[slot];
+}
+
+TEST(identity_chapters_tiny_f32) {
+    const char *p = write_prompt("p-story.txt", "Once upon a time, there was a");
+    check_identity(test_model("tiny-f32"), p, 24, "--ignore-eos --backend scalar");
+}
+
+TEST(identity_chapters_small_q8_0_chat) {
+    const char *p = write_prompt("p-chat.txt", "<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n");
+    check_identity(test_model("small-q8_0"), p, 20, "--ignore-eos --backend scalar");
+}
+
+TEST(identity_chapters_small_untied_stops_at_eos) {
+    const char *p = write_prompt("p-short.txt", "The");
+    check_identity(test_model("small-untied"), p, 16, "--backend scalar");
+}
+
+TEST(identity_chapters_shared_reference_models) {
+    const char *shared = test_shared_dir();
+    if (!shared) SKIP("../shared absent: identity on the reference models not checked");
+    const char *names[] = {"tiny-a", "tiny-b", "tiny-b-q8_0"};
+    for (int i = 0; i < 3; i++) {
+        char model[512], prompt[512];
+        snprintf(model, sizeof model, "%s/reference/models/%s.gguf", shared, names[i]);
+        snprintf(prompt, sizeof prompt, "%s/reference/golden/prompts/p2_chatml.txt", shared);
+        check_identity(model, prompt, 16, "--ignore-eos --backend scalar");
+    }
+}
