@@ -175,6 +175,10 @@ static bool parse_tensor_info(Cursor *c, GgufTensor *t, uint64_t index) {
                 (unsigned long long)index, (unsigned long long)name.len);
         return false;
     }
+    if (memchr(name.ptr, 0, name.len)) {
+        err_set(c->err, "tensor #%llu: name contains a NUL byte", (unsigned long long)index);
+        return false;
+    }
     memcpy(t->name, name.ptr, name.len);
     t->name[name.len] = '\0';
     if (!cur_u32(c, &t->n_dims, "tensor dimension count")) return false;
@@ -252,14 +256,40 @@ static bool read_alignment(GgufFile *g, char *err) {
     return true;
 }
 
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int cmp_strs(const void *a, const void *b) {
+    const GgufStr *x = *(const GgufStr *const *)a, *y = *(const GgufStr *const *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->ptr, y->ptr, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Keys and tensor names must be unique (as llama.cpp requires): sort, compare neighbours. */
 static bool check_duplicates(const GgufFile *g, char *err) {
-    for (uint64_t i = 1; i < g->n_tensors; i++)
-        for (uint64_t j = 0; j < i && g->n_tensors <= 4096; j++)
-            if (strcmp(g->tensors[i].name, g->tensors[j].name) == 0) {
-                err_set(err, "tensor '%s' appears twice", g->tensors[i].name);
-                return false;
-            }
-    return true;
+    bool ok = true;
+    const char **names = xmalloc(sizeof *names * (g->n_tensors + 1));
+    for (uint64_t i = 0; i < g->n_tensors; i++) names[i] = g->tensors[i].name;
+    qsort(names, g->n_tensors, sizeof *names, cmp_names);
+    for (uint64_t i = 1; ok && i < g->n_tensors; i++)
+        if (strcmp(names[i], names[i - 1]) == 0) {
+            err_set(err, "tensor '%s' appears twice", names[i]);
+            ok = false;
+        }
+    free(names);
+    const GgufStr **keys = xmalloc(sizeof *keys * (g->n_kv + 1));
+    for (uint64_t i = 0; i < g->n_kv; i++) keys[i] = &g->kv[i].key;
+    qsort(keys, g->n_kv, sizeof *keys, cmp_strs);
+    for (uint64_t i = 1; ok && i < g->n_kv; i++)
+        if (cmp_strs(&keys[i], &keys[i - 1]) == 0) {
+            err_set(err, "metadata key '%.*s' appears twice", (int)(keys[i]->len > 100 ? 100 : keys[i]->len),
+                    keys[i]->ptr);
+            ok = false;
+        }
+    free(keys);
+    return ok;
 }
 
 static bool parse_header(GgufFile *g, Cursor *c) {
@@ -275,7 +305,7 @@ static bool parse_header(GgufFile *g, Cursor *c) {
     }
     if (g->version != 2 && g->version != 3) {
         err_set(c->err, "unsupported GGUF version %u (2 and 3 are supported%s)", g->version,
-                (g->version & 0xFFFF) == 0 ? "; the file looks big-endian" : "");
+                g->version != 0 && (g->version & 0xFFFF) == 0 ? "; the file looks big-endian" : "");
         return false;
     }
     if (!cur_u64(c, &g->n_tensors, "tensor count")) return false;
@@ -292,13 +322,16 @@ static bool parse_header(GgufFile *g, Cursor *c) {
 }
 
 int gguf_parse(GgufFile *g, const void *data, size_t size, char *err) {
+    char scratch[ERR_MAX];
+    if (!err) err = scratch;
     memset(g, 0, sizeof *g);
     g->map = data;
     g->size = size;
     Cursor c = {data, size, 0, err};
     if (!parse_header(g, &c)) goto fail;
-    /* Each record takes at least 12 bytes, so a count larger than the file is a lie. */
-    if (g->n_kv > size / 12 || g->n_tensors > size / 12) {
+    /* A metadata record takes at least 12 bytes and a tensor record at least 32,
+     * so larger counts than the file can hold are lies: reject them before allocating. */
+    if (g->n_kv > size / 12 || g->n_tensors > size / 32) {
         err_set(err, "file truncated or corrupt: %llu metadata records and %llu tensors cannot fit in %zu bytes",
                 (unsigned long long)g->n_kv, (unsigned long long)g->n_tensors, size);
         goto fail;
@@ -396,9 +429,12 @@ int gguf_get_u32(const GgufFile *g, const char *key, uint32_t *out, char *err) {
         err_set(err, "key '%s' must be an integer, found %s", key, gguf_type_name(kv->type));
         return -1;
     }
-    if (is_signed(kv->type) ? (kv->v.i < 0 || kv->v.i > (int64_t)UINT32_MAX) : kv->v.u > UINT32_MAX) {
-        err_set(err, "key '%s' = %lld is out of range", key,
-                is_signed(kv->type) ? (long long)kv->v.i : (long long)kv->v.u);
+    if (is_signed(kv->type) && (kv->v.i < 0 || kv->v.i > (int64_t)UINT32_MAX)) {
+        err_set(err, "key '%s' = %lld is out of range", key, (long long)kv->v.i);
+        return -1;
+    }
+    if (!is_signed(kv->type) && kv->v.u > UINT32_MAX) {
+        err_set(err, "key '%s' = %llu is out of range", key, (unsigned long long)kv->v.u);
         return -1;
     }
     *out = (uint32_t)(is_signed(kv->type) ? (uint64_t)kv->v.i : kv->v.u);
