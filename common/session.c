@@ -24,19 +24,16 @@ static int tokenize_prompt(Session *s, char *err) {
     int32_t *ids = NULL;
     int n = 0;
     int rc = tokenizer_encode(s->tok, text, len, !s->opt.no_special, &ids, &n, err);
-    if (rc == 0 && !s->opt.quiet) fwrite(text, 1, len, stdout); /* the continuation follows it */
-    free(text);
-    if (rc != 0) return -1;
-    if (n == 0) {
-        free(ids);
-        err_set(err, "the prompt is empty: there is nothing to generate from");
-        return -1;
-    }
-    if (n >= s->ctx) {
-        free(ids);
+    if (rc == 0 && n == 0) err_set(err, "the prompt is empty: there is nothing to generate from");
+    if (rc == 0 && n >= s->ctx)
         err_set(err, "the prompt has %d tokens but the context holds %d: no room to generate", n, s->ctx);
+    if (rc != 0 || n == 0 || n >= s->ctx) {
+        free(text);
+        free(ids);
         return -1;
     }
+    if (!s->opt.quiet) fwrite(text, 1, len, stdout); /* the continuation follows it */
+    free(text);
     s->tokens = xmalloc(sizeof(int32_t) * (size_t)s->ctx);
     memcpy(s->tokens, ids, sizeof(int32_t) * (size_t)n);
     free(ids);
@@ -103,7 +100,7 @@ static void emit_text(Session *s, const char *bytes, int n) {
 
 bool session_has_room(Session *s) {
     if (s->n_tokens < s->ctx) return true;
-    s->stop_reason = "context full";
+    s->stop_reason = "context full (raise --ctx, up to the model's context length)";
     return false;
 }
 
