@@ -1,0 +1,39 @@
+# The chapter tools (included by the Makefile): the manifest check and the
+# chapter diff. They use libc only, so they build even when common/ or a
+# chapter does not. See book/tooling.md.
+#
+#   make manifest-check                   every chapter against the one before it
+#   make chapter=II.2 manifest-check      one chapter
+#   make diff from=II.1 to=II.2           coloured unified diff in the terminal
+#   make chapter=II.2 diff                the chapter before II.2 -> II.2
+#   make diff ... FORMAT=html             build/diff/II.1..II.2.html, side by side
+#   make diff ... COLOR=never             no colour (also: NO_COLOR=1)
+
+CHAPTOOLS_SRC := $(filter-out tools/chapters/manifest-check.c tools/chapters/chapter-diff.c,\
+	$(wildcard tools/chapters/*.c))
+CHAPTOOLS_HDR := $(wildcard tools/chapters/*.h)
+
+$(BUILD)/tools/manifest-check: tools/chapters/manifest-check.c $(CHAPTOOLS_SRC) $(CHAPTOOLS_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools/chapters -o $@ $(filter %.c,$^)
+
+$(BUILD)/tools/chapter-diff: tools/chapters/chapter-diff.c $(CHAPTOOLS_SRC) $(CHAPTOOLS_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itools/chapters -o $@ $(filter %.c,$^)
+
+# The tools' tests; they also check the real chapters' manifests, which is
+# how `make test` fails on drift between chapters.
+TOOLS_TEST_SRC := $(wildcard tests/tools/*.c)
+$(BUILD)/tests/tools: $(TOOLS_TEST_SRC) tests/harness.c tests/harness.h $(CHAPTOOLS_SRC) $(CHAPTOOLS_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Itools/chapters -o $@ $(filter %.c,$^)
+EXTRA_TESTS += $(BUILD)/tests/tools
+
+.PHONY: manifest-check diff
+manifest-check: $(BUILD)/tools/manifest-check
+	@$(BUILD)/tools/manifest-check --chapters-dir chapters $(if $(filter command,$(origin chapter)),$(chapter))
+
+# to= defaults to chapter= (itself II.2 by default); from= to the chapter before.
+diff: $(BUILD)/tools/chapter-diff
+	@$(BUILD)/tools/chapter-diff --chapters-dir chapters $(if $(COLOR),--color $(COLOR)) \
+	  $(if $(filter html HTML,$(FORMAT)),--html $(BUILD)/diff) $(from) $(or $(to),$(chapter))

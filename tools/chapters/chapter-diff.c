@@ -1,0 +1,158 @@
+/* chapter-diff: what one chapter changes relative to another.
+ *
+ *   chapter-diff [--chapters-dir DIR] [--html OUT_DIR] [--color WHEN] [FROM] TO
+ *
+ * FROM defaults to the chapter before TO in book order. Without --html it runs
+ * `diff -ruNp` on the two directories (MANIFEST and hidden files left out;
+ * absent files count as empty, so an added file shows whole), coloured unless
+ * WHEN is "never" or NO_COLOR is set. With --html it writes
+ * OUT_DIR/FROM..TO.html, the side-by-side page (see htmldiff.h). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chapfs.h"
+#include "htmldiff.h"
+
+typedef struct {
+    const char *dir, *html_dir, *color, *from, *to;
+} Options;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: chapter-diff [--chapters-dir DIR] [--html OUT_DIR] [--color always|never|auto] [FROM] TO\n"
+               "FROM defaults to the chapter before TO.\n");
+}
+
+/* Returns 0, 1 after printing help, or 2 on a usage error. */
+static int parse_args(int argc, char **argv, Options *o) {
+    StrList pos = {0};
+    int rc = 0;
+    for (int i = 1; i < argc && rc == 0; i++) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--chapters-dir") == 0 && has_value) o->dir = argv[++i];
+        else if (strcmp(a, "--html") == 0 && has_value) o->html_dir = argv[++i];
+        else if (strcmp(a, "--color") == 0 && has_value) o->color = argv[++i];
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) rc = 1;
+        else if (a[0] == '-') {
+            fprintf(stderr, "chapter-diff: unknown option or missing value: %s\n", a);
+            rc = 2;
+        } else if (pos.n == 2) {
+            fprintf(stderr, "chapter-diff: too many chapters (at most FROM and TO)\n");
+            rc = 2;
+        } else {
+            strlist_push(&pos, a);
+        }
+    }
+    if (rc == 0 && pos.n == 0) {
+        fprintf(stderr, "chapter-diff: which chapter? give TO (and optionally FROM)\n");
+        rc = 2;
+    }
+    if (rc == 0) {
+        o->from = pos.n == 2 ? strdup(pos.items[0]) : NULL;
+        o->to = strdup(pos.items[pos.n - 1]);
+    }
+    strlist_free(&pos);
+    return rc;
+}
+
+/* Checks the chapters exist and fills in FROM; 0, or 2 with a message. */
+static int resolve_chapters(Options *o) {
+    StrList chapters = {0};
+    if (chapfs_list_chapters(o->dir, &chapters) < 0) {
+        fprintf(stderr, "chapter-diff: cannot read the chapters directory %s\n", o->dir);
+        return 2;
+    }
+    char *all = strlist_join(&chapters, " ");
+    int rc = 0;
+    const char *check[2] = {o->from, o->to};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        if (check[i] && strlist_find(&chapters, check[i]) < 0) {
+            fprintf(stderr, "chapter-diff: unknown chapter '%s'; chapters: %s\n", check[i], all);
+            rc = 2;
+        }
+    }
+    if (rc == 0 && !o->from) {
+        const char *prev = chapfs_previous(&chapters, o->to);
+        if (!prev) {
+            fprintf(stderr, "chapter-diff: %s is the first chapter; nothing comes before it (chapters: %s)\n", o->to,
+                    all);
+            rc = 2;
+        } else {
+            o->from = strdup(prev);
+        }
+    }
+    free(all);
+    strlist_free(&chapters);
+    return rc;
+}
+
+/* Runs diff(1) on the two chapter directories; diff's "differences found" (1) is success here. */
+static int run_diff(const Options *o) {
+    char *a = chapfs_printf("%s/%s", o->dir, o->from), *b = chapfs_printf("%s/%s", o->dir, o->to);
+    const char *when = o->color ? o->color : getenv("NO_COLOR") ? "never" : "always";
+    char *color = chapfs_printf("--color=%s", when);
+    char *argv[] = {"diff", "-ruNp", color, "--exclude=MANIFEST", "--exclude=.*", a, b, NULL};
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp("diff", argv);
+        fprintf(stderr, "chapter-diff: cannot run diff: %s\n", strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0) status = 2 << 8;
+    free(a);
+    free(b);
+    free(color);
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) return 0; /* `| head`: the reader had enough */
+    return WIFEXITED(status) && WEXITSTATUS(status) <= 1 ? 0 : 2;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path) {
+    char *p = chapfs_strdup(path);
+    int rc = 0;
+    for (char *s = p + 1; rc == 0; s++) {
+        bool end = *s == 0;
+        if (*s != '/' && !end) continue;
+        *s = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) rc = -1;
+        if (end) break;
+        *s = '/';
+    }
+    free(p);
+    return rc;
+}
+
+static int write_html(const Options *o) {
+    if (make_dirs(o->html_dir) != 0) {
+        fprintf(stderr, "chapter-diff: cannot create %s: %s\n", o->html_dir, strerror(errno));
+        return 2;
+    }
+    char *out = chapfs_printf("%s/%s..%s.html", o->html_dir, o->from, o->to);
+    char err[512];
+    int rc = htmldiff_write(o->dir, o->from, o->to, out, err, sizeof err);
+    if (rc == 0) printf("wrote %s\n", out);
+    else fprintf(stderr, "chapter-diff: %s\n", err);
+    free(out);
+    return rc == 0 ? 0 : 2;
+}
+
+int main(int argc, char **argv) {
+    Options o = {.dir = "chapters"};
+    int rc = parse_args(argc, argv, &o);
+    if (rc == 1) usage(stdout);
+    if (rc == 2) usage(stderr);
+    if (rc) return rc == 1 ? 0 : 2;
+    rc = resolve_chapters(&o);
+    if (rc == 0) rc = o.html_dir ? write_html(&o) : run_diff(&o);
+    free((char *)o.from);
+    free((char *)o.to);
+    return rc;
+}
