@@ -116,6 +116,9 @@ run: check-chapter
 help:
 	@echo "make chapter=II.2 run [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   run a chapter's model-generate"
 	@echo "make test | make chapter=II.2 test                              run the tests"
+	@echo "make diff from=II.1 to=II.2 [FORMAT=html]                       what a chapter changed"
+	@echo "make manifest-check                                             chapters against their MANIFESTs"
+	@echo "make book                                                       render the book to build/book/"
 	@echo "chapters: $(CHAPTERS)"
 
 clean:
