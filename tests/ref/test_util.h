@@ -7,6 +7,7 @@
 
 #include "harness.h"
 #include "qwen3.h"
+#include "util.h"
 
 /* Loads build/models/<name>.gguf (made by `make test`); fails the test if absent. */
 static inline bool load_test_model(Qwen3Model *m, const char *name) {

@@ -1,0 +1,84 @@
+/* The model-generate command line shared by every chapter. */
+#include <string.h>
+
+#include "cli.h"
+#include "harness.h"
+#include "util.h"
+
+static const char *const KINDS[] = {"basic", "paged", NULL};
+
+static int parse(GenOptions *o, const char *const *kv, char *err, int argc, ...) {
+    char *argv[16] = {"model-generate"};
+    __builtin_va_list ap;
+    __builtin_va_start(ap, argc);
+    for (int i = 1; i <= argc && i < 16; i++) argv[i] = __builtin_va_arg(ap, char *);
+    __builtin_va_end(ap);
+    return cli_parse(o, argc + 1, argv, kv, err);
+}
+
+TEST(cli_positional_arguments) {
+    GenOptions o;
+    char err[ERR_MAX];
+    CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "Hello there", "12"), 0);
+    CHECK_STR(o.model_path, "m.gguf");
+    CHECK_STR(o.prompt, "Hello there");
+    CHECK_EQ_INT(o.max_new_tokens, 12);
+    CHECK(o.kv == NULL);
+    CHECK_EQ_INT(parse(&o, NULL, err, 1, "m.gguf"), 0);
+    CHECK_STR(o.prompt, "Once upon a time"); /* the default prompt */
+}
+
+TEST(cli_prompt_file_takes_the_prompt_slot) {
+    GenOptions o;
+    char err[ERR_MAX];
+    CHECK_EQ_INT(parse(&o, NULL, err, 4, "--prompt-file", "p.txt", "m.gguf", "7"), 0);
+    CHECK_STR(o.prompt_file, "p.txt");
+    CHECK(o.prompt == NULL);
+    CHECK_EQ_INT(o.max_new_tokens, 7);
+    CHECK_EQ_INT(parse(&o, NULL, err, 5, "--prompt-file", "p.txt", "m.gguf", "hi", "7"), -1);
+    CHECK(strstr(err, "not both") != NULL);
+}
+
+TEST(cli_kv_modes) {
+    GenOptions o;
+    char err[ERR_MAX];
+    CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv", "m.gguf"), 0);
+    CHECK_STR(o.kv, "basic"); /* a bare --kv means the first kind */
+    CHECK_STR(o.model_path, "m.gguf");
+    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "--kv", "paged", "m.gguf"), 0);
+    CHECK_STR(o.kv, "paged");
+    CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv=basic", "m.gguf"), 0);
+    CHECK_STR(o.kv, "basic");
+    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "--kv", "fancy", "m.gguf"), -1);
+    CHECK(strstr(err, "fancy") && strstr(err, "basic, paged"));
+    CHECK_EQ_INT(parse(&o, NULL, err, 2, "--kv", "m.gguf"), -1); /* II.1 has no --kv */
+    CHECK(strstr(err, "unknown option '--kv'") != NULL);
+}
+
+TEST(cli_bad_command_lines) {
+    GenOptions o;
+    char err[ERR_MAX];
+    CHECK_EQ_INT(parse(&o, NULL, err, 0), -1);
+    CHECK(strstr(err, "missing the model") != NULL);
+    CHECK_EQ_INT(parse(&o, NULL, err, 2, "--bogus", "m.gguf"), -1);
+    CHECK(strstr(err, "--bogus") != NULL);
+    CHECK_EQ_INT(parse(&o, NULL, err, 3, "--threads", "0", "m.gguf"), -1);
+    CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "p", "-5"), -1);
+    CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "p", "12x"), -1);
+    CHECK_EQ_INT(parse(&o, NULL, err, 1, "--ctx"), -1);
+    CHECK(strstr(err, "needs a value") != NULL);
+    CHECK_EQ_INT(parse(&o, NULL, err, 4, "m.gguf", "p", "3", "extra"), -1);
+    CHECK_EQ_INT(parse(&o, NULL, err, 1, "--help"), 1);
+}
+
+TEST(cli_flags) {
+    GenOptions o;
+    char err[ERR_MAX];
+    CHECK_EQ_INT(parse(&o, NULL, err, 10, "--json", "--no-special", "--ignore-eos", "--ctx", "99", "--backend",
+                       "scalar", "--logits", "l.f32", "m.gguf"),
+                 0);
+    CHECK(o.json && o.quiet && o.no_special && o.ignore_eos);
+    CHECK_EQ_INT(o.ctx, 99);
+    CHECK_STR(o.backend, "scalar");
+    CHECK_STR(o.logits_path, "l.f32");
+}
