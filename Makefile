@@ -91,7 +91,7 @@ CHAPTER_TESTS := $(foreach c,$(CHAPTERS),$(if $($(c)_TEST_SRC),$(BUILD)/tests/ch
 # tools/*.mk may add test binaries to EXTRA_TESTS.
 ALL_TESTS = $(BUILD)/tests/common $(CHAPTER_TESTS) $(if $(CROSS_TEST_SRC),$(BUILD)/tests/cross) $(EXTRA_TESTS)
 
-.PHONY: all test run build help clean bench
+.PHONY: all test run build help clean bench memcheck check-chapter
 all: $(ALL_PROGRAMS) $(BUILD)/tools/mkmodel
 
 check-chapter:
@@ -113,12 +113,27 @@ run: check-chapter
 	@$(MAKE) --no-print-directory build-$(chapter) $(DEFAULT_MODEL)
 	$(BUILD)/$(chapter)/model-generate $(ARGS) $(MODEL) "$(PROMPT)" $(N)
 
+# A short run of every chapter (each cache mode) and of the parsers' tests
+# under valgrind: no invalid access, no leak.
+VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(BUILD)/models/tiny-f32.gguf $(BUILD)/models/tiny-q8_0.gguf
+	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	@set -e; for c in $(CHAPTERS); do \
+	  for kv in "" $$($(BUILD)/$$c/model-generate --help | sed -n 's/.*modes://p' | sed 's/(default)//'); do \
+	    echo "memcheck $$c $${kv:+--kv $$kv}"; \
+	    $(VALGRIND) $(BUILD)/$$c/model-generate $${kv:+--kv $$kv} --quiet --backend scalar $(BUILD)/models/tiny-f32.gguf "Hello, world" 6 >/dev/null; \
+	    $(VALGRIND) $(BUILD)/$$c/model-generate $${kv:+--kv $$kv} --quiet --threads 2 $(BUILD)/models/tiny-q8_0.gguf "Hello, world" 6 >/dev/null; \
+	  done; done
+	$(VALGRIND) $(BUILD)/tests/common gguf tokenizer json unicode chat cli > /dev/null
+	@echo "memcheck: no errors"
+
 help:
 	@echo "make chapter=II.2 run [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   run a chapter's model-generate"
 	@echo "make test | make chapter=II.2 test                              run the tests"
 	@echo "make diff from=II.1 to=II.2 [FORMAT=html]                       what a chapter changed"
 	@echo "make manifest-check                                             chapters against their MANIFESTs"
 	@echo "make book                                                       render the book to build/book/"
+	@echo "make memcheck                                                   short runs under valgrind"
 	@echo "chapters: $(CHAPTERS)"
 
 clean:

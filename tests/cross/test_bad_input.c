@@ -1,0 +1,136 @@
+/* Bad input to model-generate, end to end: each gets one clear line naming
+ * the problem and a non-zero exit, never a crash. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "run.h"
+#include "util.h"
+
+static char *model_bytes(size_t *len) {
+    char path[512], err[ERR_MAX];
+    snprintf(path, sizeof path, "%s/tiny-f32.gguf", test_models_dir());
+    char *data = file_read_all(path, len, err);
+    if (!data) test_fail(__FILE__, __LINE__, "%s", err);
+    return data;
+}
+
+static const char *write_file(const char *name, const char *data, size_t len) {
+    const char *path = test_tmp_path(name);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(data, 1, len, f);
+        fclose(f);
+    }
+    return path;
+}
+
+/* Runs II.2's model-generate with args; expects failure mentioning want. */
+static void expect_error(const char *args, const char *want) {
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate %s", test_build_dir(), args);
+    int rc = run_capture(cmd, &out);
+    CHECK_MSG(rc == 1, "`%s` exited %d (expected 1):\n%s", cmd, rc, out);
+    CHECK_MSG(strstr(out, want) != NULL, "`%s` printed:\n%s\nexpected a message containing '%s'", cmd, out, want);
+    free(out);
+}
+
+/* The offset of the type field of a tensor's info record, found by its name. */
+static size_t tensor_type_offset(const char *data, size_t len, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 8; i + n + 4 < len; i++)
+        if (memcmp(data + i, name, n) == 0) {
+            uint64_t slen;
+            memcpy(&slen, data + i - 8, 8);
+            if (slen != n) continue;
+            uint32_t dims;
+            memcpy(&dims, data + i + n, 4);
+            return i + n + 4 + 8 * (size_t)dims;
+        }
+    return 0;
+}
+
+TEST(bad_input_missing_and_truncated_files) {
+    expect_error("/nonexistent/model.gguf", "cannot open");
+    size_t len;
+    char *data = model_bytes(&len);
+    if (!data) return;
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", write_file("trunc.gguf", data, len / 2));
+    expect_error(args, "past the end");
+    snprintf(args, sizeof args, "'%s'", write_file("header.gguf", data, 100));
+    expect_error(args, "truncated");
+    snprintf(args, sizeof args, "'%s'", write_file("notgguf.gguf", "hello world, not a model", 24));
+    expect_error(args, "bad magic");
+    free(data);
+}
+
+TEST(bad_input_unsupported_tensor_type) {
+    size_t len;
+    char *data = model_bytes(&len);
+    if (!data) return;
+    size_t off = tensor_type_offset(data, len, "blk.0.attn_q.weight");
+    CHECK(off > 0);
+    uint32_t iq2 = 16;
+    memcpy(data + off, &iq2, 4);
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", write_file("iq2.gguf", data, len));
+    expect_error(args, "IQ2_XXS is not supported");
+    uint32_t unknown = 77;
+    memcpy(data + off, &unknown, 4);
+    snprintf(args, sizeof args, "'%s'", write_file("type77.gguf", data, len));
+    expect_error(args, "unknown tensor type 77");
+    free(data);
+}
+
+TEST(bad_input_wrong_architecture) {
+    size_t len;
+    char *data = model_bytes(&len);
+    if (!data) return;
+    char *p = memmem(data, len, "qwen3", 5); /* the value of general.architecture comes first */
+    CHECK(p != NULL);
+    if (p) memcpy(p, "llama", 5);
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", write_file("llama.gguf", data, len));
+    expect_error(args, "architecture");
+    free(data);
+}
+
+TEST(bad_input_command_line_and_prompt) {
+    char model[512], args[1200];
+    snprintf(model, sizeof model, "%s/tiny-f32.gguf", test_models_dir());
+    snprintf(args, sizeof args, "--frobnicate '%s'", model);
+    expect_error(args, "unknown option '--frobnicate'");
+    snprintf(args, sizeof args, "--kv sideways '%s'", model);
+    expect_error(args, "unknown --kv mode 'sideways'");
+    snprintf(args, sizeof args, "--ctx 4 '%s' 'one two three four five six seven'", model);
+    expect_error(args, "context holds 4");
+    snprintf(args, sizeof args, "'%s' ''", model);
+    expect_error(args, "prompt is empty");
+    snprintf(args, sizeof args, "--prompt-file /nonexistent/prompt.txt '%s'", model);
+    expect_error(args, "cannot open");
+    snprintf(args, sizeof args, "--backend quantum '%s'", model);
+    expect_error(args, "unknown backend 'quantum'");
+}
+
+TEST(bad_input_invalid_utf8_prompt_still_generates) {
+    char model[512], cmd[1200], *out = NULL;
+    snprintf(model, sizeof model, "%s/tiny-f32.gguf", test_models_dir());
+    const char *prompt = write_file("bad-utf8.txt", "caf\xC3 \xFF\xFE ok \xE2\x82", 13);
+    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --kv --json --prompt-file '%s' '%s' 4", test_build_dir(), prompt,
+             model);
+    int rc = run_capture(cmd, &out);
+    CHECK_MSG(rc == 0 && strstr(out, "\"generated\""), "`%s` exited %d:\n%s", cmd, rc, out);
+    free(out);
+}
+
+TEST(bad_input_context_fills_up_cleanly) {
+    char model[512], cmd[1200], *out = NULL;
+    snprintf(model, sizeof model, "%s/tiny-f32.gguf", test_models_dir());
+    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --kv --ignore-eos --ctx 10 '%s' 'a b c' 50", test_build_dir(),
+             model);
+    int rc = run_capture(cmd, &out);
+    CHECK_MSG(rc == 0 && strstr(out, "context full"), "`%s` exited %d:\n%s", cmd, rc, out);
+    free(out);
+}
