@@ -1,13 +1,17 @@
-/* backend.c: choosing a backend by name. */
+/* backend.c: choosing a backend by name. With no name, the fastest this
+ * machine has: the parallel backend over the best simd kernels its CPU runs. */
 #include <string.h>
 
 #include "backend.h"
+#include "backend_simd.h"
 #include "util.h"
 
-const char *backend_names(void) { return "scalar"; }
+const char *backend_names(void) { return "scalar, simd, parallel"; }
 
 Backend *backend_create(const char *name, int n_threads, char *err) {
-    if (!name || strcmp(name, "scalar") == 0) return backend_scalar_create();
+    if (!name || strcmp(name, "parallel") == 0) return backend_parallel_create(simd_kernels(), n_threads);
+    if (strcmp(name, "simd") == 0) return backend_simd_create(simd_kernels());
+    if (strcmp(name, "scalar") == 0) return backend_scalar_create();
     err_set(err, "unknown backend '%s' (known: %s)", name, backend_names());
     return NULL;
 }

@@ -36,6 +36,7 @@ static void free_activations(Activations *a) {
 }
 
 /* Self-attention of one layer for positions 0..n-1: position i attends to 0..i. */
+/* EXERCISE attention-block "Causal self-attention over a sequence" 4 points; tests: II1_forward */
 static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
     for (int i = 0; i < n; i++) rmsnorm(a->xb + i * c->dim, a->x + i * c->dim, L->attn_norm, c->dim, c->norm_eps);
@@ -59,6 +60,7 @@ static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *
 }
 
 /* The MLP of one layer: x += down(silu(gate(h)) * up(h)). */
+/* EXERCISE mlp-block "The MLP block: SwiGLU feed-forward" 2 points; tests: II1_forward */
 static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
     for (int i = 0; i < n; i++) rmsnorm(a->xb + i * c->dim, a->x + i * c->dim, L->ffn_norm, c->dim, c->norm_eps);
@@ -70,11 +72,13 @@ static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Act
 }
 
 /* logits[vocab] from one row of the residual stream: final norm, LM head. */
+/* EXERCISE output-logits "Final norm and LM head" 1 point; tests: II1_forward */
 static void output_logits(const Qwen3Model *m, Backend *be, float *x, float *logits) {
     rmsnorm(x, x, m->output_norm, m->cfg.dim, m->cfg.norm_eps);
     matmul(be, logits, x, &m->output, 1);
 }
 
+/* EXERCISE forward-pass "Embed the tokens, run every layer, predict" 2 points; tests: II1_forward */
 void forward(const Qwen3Model *m, Backend *be, const int32_t *tokens, int n, float *logits) {
     const Qwen3Config *c = &m->cfg;
     Activations a;

@@ -42,6 +42,7 @@ static void free_activations(Activations *a) {
 
 /* Self-attention of one layer for positions 0..n-1: position i attends to 0..i.
  * With a cache, the layer's keys and values are kept for the decode steps. */
+/* EXERCISE prefill-attention "Prompt attention that fills the cache" 3 points; tests: II2_decode_matches II2_long */
 static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n,
                             KvCache *kv, int layer) {
     const Qwen3Config *c = &m->cfg;
@@ -67,6 +68,7 @@ static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *
 }
 
 /* The MLP of one layer: x += down(silu(gate(h)) * up(h)). */
+/* EXERCISE mlp-block "The MLP block: SwiGLU feed-forward" 2 points; tests: II1_forward */
 static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
     for (int i = 0; i < n; i++) rmsnorm(a->xb + i * c->dim, a->x + i * c->dim, L->ffn_norm, c->dim, c->norm_eps);
@@ -78,6 +80,7 @@ static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Act
 }
 
 /* logits[vocab] from one row of the residual stream: final norm, LM head. */
+/* EXERCISE output-logits "Final norm and LM head" 1 point; tests: II1_forward */
 static void output_logits(const Qwen3Model *m, Backend *be, float *x, float *logits) {
     rmsnorm(x, x, m->output_norm, m->cfg.dim, m->cfg.norm_eps);
     matmul(be, logits, x, &m->output, 1);
@@ -109,6 +112,7 @@ void forward_prefill_with_kv_cache(const Qwen3Model *m, Backend *be, KvCache *kv
 
 /* Self-attention of one layer for the single token at position pos: its key
  * and value join the cache, and its query reads all pos + 1 of them. */
+/* EXERCISE decode-attention "One token's attention over the cache" 4 points; tests: II2_decode_matches II2_long */
 static void decode_attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a,
                                    KvCache *kv, int layer, int pos) {
     const Qwen3Config *c = &m->cfg;
@@ -129,6 +133,7 @@ static void decode_attention_block(const Qwen3Model *m, Backend *be, const Qwen3
     add_inplace(a->x, a->xb, c->dim);
 }
 
+/* EXERCISE decode-step "A decode step, at the right position" 2 points; tests: II2_decode */
 int forward_decode_with_kv_cache(const Qwen3Model *m, Backend *be, KvCache *kv, int32_t token, int pos,
                                  float *logits, char *err) {
     if (kv->seq_len(kv) != pos) {

@@ -44,6 +44,7 @@ static void basic_install(KvCache *kv, int layer, const float *k, const float *v
 }
 
 /* Grows one array by one row: allocate, copy the old rows, add the new one. */
+/* EXERCISE kv-grow "Grow an array by one row" 2 points; tests: II2_basic_cache_install II2_decode_matches */
 static float *grow_by_one_row(float *old, int len, const float *row, int kv_dim) {
     float *grown = xmalloc(sizeof(float) * (size_t)(len + 1) * (size_t)kv_dim);
     if (len) memcpy(grown, old, sizeof(float) * (size_t)len * (size_t)kv_dim);
@@ -52,6 +53,7 @@ static float *grow_by_one_row(float *old, int len, const float *row, int kv_dim)
     return grown;
 }
 
+/* EXERCISE kv-append "Append a position to one layer" 1 point; tests: II2_basic_cache II2_decode_matches */
 static void basic_append(KvCache *kv, int layer, const float *k, const float *v) {
     BasicLayer *L = &as_basic(kv)->layers[layer];
     L->k = grow_by_one_row(L->k, L->len, k, kv->kv_dim);
