@@ -10,6 +10,9 @@ BUILD   ?= build
 CHAPTERS := $(sort $(notdir $(wildcard chapters/*)))
 chapter  ?= II.2
 
+# `make` builds everything; `make chapter=II.1` builds that chapter's programs.
+.DEFAULT_GOAL := default
+
 # The default model: committed under models/ when it exists, else made by mkmodel.
 DEFAULT_MODEL := $(firstword $(wildcard models/default.gguf) $(BUILD)/models/default.gguf)
 MODEL  ?= $(DEFAULT_MODEL)
@@ -93,6 +96,12 @@ ALL_TESTS = $(BUILD)/tests/common $(CHAPTER_TESTS) $(if $(CROSS_TEST_SRC),$(BUIL
 
 .PHONY: all test run build help clean bench memcheck check-chapter
 all: $(ALL_PROGRAMS) $(BUILD)/tools/mkmodel
+
+ifeq ($(origin chapter),command line)
+default: build
+else
+default: all
+endif
 
 check-chapter:
 	@if [ -z "$(filter $(chapter),$(CHAPTERS))" ]; then \
