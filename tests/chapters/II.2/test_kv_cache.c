@@ -5,6 +5,7 @@
 #include "forward.h"
 #include "harness.h"
 #include "kv_cache.h"
+#include "ops.h"
 #include "test_util.h"
 
 static Qwen3Config small_config(void) {
