@@ -143,6 +143,9 @@ help:
 	@echo "make manifest-check                                             chapters against their MANIFESTs"
 	@echo "make book                                                       render the book to build/book/"
 	@echo "make memcheck                                                   short runs under valgrind"
+	@echo "make chapter=II.2 exercise | grade [EXERCISE=id]                stubbed copy in exercises/II.2, its score"
+	@echo "make chapter=II.2 coverage                                      gcovr report in build/coverage/II.2"
+	@echo "make bench                                                      benchmarks (never part of make test)"
 	@echo "chapters: $(CHAPTERS)"
 
 clean:

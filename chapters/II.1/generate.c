@@ -9,6 +9,7 @@
 #include "ops.h"
 #include "util.h"
 
+/* EXERCISE generate-loop "The greedy generation loop" 2 points; tests: II1_generate */
 void generate(Session *s) {
     const Qwen3Model *m = &s->model;
     float *logits = xmalloc(sizeof(float) * (size_t)m->cfg.vocab_size);

@@ -28,6 +28,7 @@ static void generate_full_recompute(Session *s) {
     free(logits);
 }
 
+/* EXERCISE generate-kv-loop "Prefill once, then decode token by token" 3 points; tests: II2_generate */
 static void generate_with_kv_cache(Session *s) {
     const Qwen3Model *m = &s->model;
     char err[ERR_MAX];
