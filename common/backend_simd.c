@@ -1,0 +1,158 @@
+/* backend_simd.c: the simd backend: the kernels of simd_kernels.h on one
+ * thread. The kernels are compiled here twice, for AVX-512 and for AVX2 (with
+ * FMA and F16C), each inside a target pragma, so the file builds with plain
+ * -O2 and the CPU is asked at run time which build it can run. On a machine
+ * with neither (or not x86: NEON kernels are not written yet) the backend runs
+ * the scalar kernels. */
+#include "backend_simd.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* The 6-bit scale and min of sub-block j of a Q4_K super-block (facts §2.4). */
+static inline void simd_scale_min_k4(int j, const uint8_t *s, int *sc, int *mn) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+#define SIMD_512 1
+#define K(name) k512_##name
+#include "simd_kernels.h"
+#undef K
+#undef SIMD_512
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#define SIMD_512 0
+#define K(name) k256_##name
+#include "simd_kernels.h"
+#undef K
+#undef SIMD_512
+#pragma GCC pop_options
+#endif
+
+const SimdKernels *simd_kernels_isa(const char *isa) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vnni");
+    if (strcmp(isa, "avx512") == 0 && avx512) return &k512_kernels;
+    if (strcmp(isa, "avx2") == 0 && avx2) return &k256_kernels;
+#else
+    (void)isa;
+#endif
+    return NULL;
+}
+
+const SimdKernels *simd_kernels(void) {
+    const char *want = getenv("SIMD_ISA");
+    if (want && *want) return simd_kernels_isa(want);
+    const SimdKernels *k = simd_kernels_isa("avx512");
+    return k ? k : simd_kernels_isa("avx2");
+}
+
+bool simd_quantized(DType t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_K || t == DT_Q6_K; }
+
+int simd_tile_cols(const SimdKernels *k, DType t) {
+    if (!k) return 1;
+    return simd_quantized(t) ? k->qtile_cols : k->ftile_cols;
+}
+
+/* ---- prepared activations ------------------------------------------------- */
+
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+void simd_acts_init(SimdActs *a, SimdScratch *sc, const SimdKernels *k, const float *x, int n, int64_t in, DType t) {
+    memset(a, 0, sizeof *a);
+    a->x = x;
+    a->n = n;
+    a->in = in;
+    a->type = t;
+    if (!k || !simd_quantized(t)) return;
+    size_t blocks = round_up((size_t)(in / 32), (size_t)k->qblocks);
+    a->q_stride = round_up(blocks * 32, 64);
+    a->s_stride = round_up(blocks * 8, 16);
+    size_t q_bytes = a->q_stride * (size_t)n, s_bytes = sizeof(float) * a->s_stride * (size_t)n;
+    size_t need = q_bytes + 3 * s_bytes;
+    if (sc->cap < need) {
+        free(sc->data);
+        sc->data = xmalloc(need);
+        sc->cap = need;
+    }
+    a->s = sc->data; /* 4-byte lanes first: they need the alignment */
+    a->m = a->s + a->s_stride * (size_t)n;
+    a->c = (int32_t *)(a->m + a->s_stride * (size_t)n);
+    a->q = (int8_t *)(a->c + a->s_stride * (size_t)n);
+}
+
+void simd_scratch_free(SimdScratch *sc) {
+    free(sc->data);
+    sc->data = NULL;
+    sc->cap = 0;
+}
+
+/* ---- the backend -------------------------------------------------------------- */
+
+typedef struct {
+    const SimdKernels *k; /* NULL: scalar kernels */
+    SimdScratch scratch;
+    char name[32];
+} SimdImpl;
+
+static void simd_matmul(Backend *be, float *y, const float *x, const Tensor *w, int n) {
+    SimdImpl *im = be->impl;
+    if (!im->k) {
+        scalar_matmul_rows(y, x, w, n, 0, (int)w->ne[1]);
+        return;
+    }
+    SimdActs a;
+    simd_acts_init(&a, &im->scratch, im->k, x, n, w->ne[0], w->type);
+    im->k->prepare_rows(&a, 0, n);
+    im->k->matmul_cols(y, &a, w, 0, (int)w->ne[1]);
+}
+
+static void simd_attention(Backend *be, float *out, const float *q, const KvSpan *spans, int n_spans, AttnShape s) {
+    SimdImpl *im = be->impl;
+    if (im->k) im->k->attention_heads(out, q, spans, n_spans, s, 0, s.n_heads);
+    else scalar_attention_heads(out, q, spans, n_spans, s, 0, s.n_heads);
+}
+
+static void simd_destroy(Backend *be) {
+    SimdImpl *im = be->impl;
+    simd_scratch_free(&im->scratch);
+    free(im);
+    free(be);
+}
+
+Backend *backend_simd_create(const SimdKernels *k) {
+    Backend *be = xcalloc(1, sizeof *be);
+    SimdImpl *im = xcalloc(1, sizeof *im);
+    im->k = k;
+    snprintf(im->name, sizeof im->name, "simd");
+    be->name = im->name;
+    be->n_threads = 1;
+    be->matmul = simd_matmul;
+    be->attention = simd_attention;
+    be->destroy = simd_destroy;
+    be->impl = im;
+    return be;
+}

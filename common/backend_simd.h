@@ -1,0 +1,75 @@
+/* backend_simd.h: the simd kernels as building blocks, shared by the simd
+ * backend (one thread) and the parallel backend (the same kernels over a
+ * thread pool, each thread a range of output columns or heads).
+ *
+ * A matmul runs in two steps:
+ *   1. prepare: for quantized weights (Q8_0, Q4_0, Q4_K, Q6_K), each activation
+ *      row is quantized to 8-bit blocks of 32, as llama.cpp does, so that the
+ *      dot products run on integers. A row's quantization depends on that row
+ *      only, so it is the same whatever the batch or the thread that does it.
+ *   2. columns: y[i, o] for every row i and a range of outputs o, each y[i, o]
+ *      one dot product with its own accumulator, in one fixed order. */
+#ifndef BACKEND_SIMD_H
+#define BACKEND_SIMD_H
+
+#include <stdbool.h>
+
+#include "backend.h"
+
+/* Activations prepared for one matmul. */
+typedef struct {
+    const float *x;   /* [n, in] as given */
+    int n;
+    int64_t in;
+    DType type;       /* the weight type they were prepared for */
+    /* For quantized weight types, row i in blocks of 32 (padded to whole chunks):
+     * q + i*q_stride: 8-bit values; c, s, m + i*s_stride: 8 lanes per block of
+     * an integer correction, the block scale, sums times scale (simd_kernels.h). */
+    int8_t *q;
+    int32_t *c;
+    float *s, *m;
+    size_t q_stride, s_stride;
+} SimdActs;
+
+/* One instruction-set build of the kernels. */
+typedef struct {
+    const char *isa;  /* "avx512", "avx2" */
+    int qblocks;      /* 32-blocks per integer vector: quantized rows are padded to it */
+    int ftile_cols;   /* outputs per tile, float and quantized weights: thread */
+    int qtile_cols;   /* ranges are cut at multiples of it */
+    /* Quantizes rows [row_begin, row_end) of a (no-op for float weight types). */
+    void (*prepare_rows)(const SimdActs *a, int row_begin, int row_end);
+    /* y[i, o] for all rows and o in [col_begin, col_end). */
+    void (*matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int col_begin, int col_end);
+    /* The heads [head_begin, head_end) of attention (see backend.h). */
+    void (*attention_heads)(float *out, const float *q, const KvSpan *spans, int n_spans, AttnShape s,
+                            int head_begin, int head_end);
+} SimdKernels;
+
+/* The best build this CPU runs (AVX-512 over AVX2), or NULL when none does:
+ * then the simd and parallel backends use the scalar kernels. SIMD_ISA=avx2
+ * in the environment picks AVX2 on an AVX-512 machine (to test the fallback). */
+const SimdKernels *simd_kernels(void);
+/* The build named isa ("avx512", "avx2") if this CPU runs it, else NULL. */
+const SimdKernels *simd_kernels_isa(const char *isa);
+/* True for the weight types whose activations are quantized first. */
+bool simd_quantized(DType t);
+/* Output columns per tile of k for weights of type t (1 without kernels). */
+int simd_tile_cols(const SimdKernels *k, DType t);
+
+/* A growable scratch buffer for prepared activations. */
+typedef struct {
+    void *data;
+    size_t cap;
+} SimdScratch;
+
+/* Sets up a for x[n, in] against weights of type t, with its buffers in sc
+ * (grown if needed). Rows still have to be prepared. */
+void simd_acts_init(SimdActs *a, SimdScratch *sc, const SimdKernels *k, const float *x, int n, int64_t in, DType t);
+void simd_scratch_free(SimdScratch *sc);
+
+/* k NULL: the scalar kernels (a machine without AVX2). */
+Backend *backend_simd_create(const SimdKernels *k);
+Backend *backend_parallel_create(const SimdKernels *k, int n_threads);
+
+#endif

@@ -1,0 +1,638 @@
+/* simd_kernels.h: the simd kernels, written once and compiled twice by
+ * backend_simd.c: for AVX-512 (SIMD_512 = 1: 16 float lanes, two 32-blocks per
+ * integer vector) and for AVX2 (SIMD_512 = 0: 8 lanes, one block per vector).
+ * There is deliberately no include guard. The includer defines SIMD_512 and
+ * K(name), which gives every function and type of one build its own prefix.
+ *
+ * THE RULE (see backend.h): every output y[i, o] is one dot product with its
+ * own vector accumulator, updated by the same operations in the same order
+ * whatever the tile it is computed in, then reduced by one fixed tree (hsum).
+ * A tile of R rows x C outputs only shares the loads: a weight vector decoded
+ * once serves R rows, an activation vector loaded once serves C outputs. So
+ * a batch of 16 and a batch of 1 give bitwise equal rows.
+ *
+ * Two kinds of dot products:
+ *  - float weights (F32, F16, BF16): acc += w[k..k+N) * x[k..k+N) for each
+ *    step of N = VF_N elements (F16/BF16 widened exactly to float first);
+ *  - quantized weights (Q8_0, Q4_0, Q4_K, Q6_K), llama.cpp's way: the
+ *    activation row is quantized to 8-bit blocks of 32 with one scale each
+ *    (prepare_rows), the weights are decoded to bytes (unsigned, w + an
+ *    offset the activation side takes back out), and each block's integer
+ *    products are summed exactly into 8 int32 lanes (4 products per lane).
+ *    Then, per block, in float: acc += (w_scale * x_scale) * lanes, where
+ *    w_scale is the scale of the weights under that lane (Q6_K has one per
+ *    16 elements, Q4_K per 32). Q4_K also subtracts its min term:
+ *    acc -= w_min * (x_scale * lane sums of x). */
+
+#if SIMD_512
+#define VF __m512
+#define VF_N 16
+#define VF_ZERO() _mm512_setzero_ps()
+#define VF_LOAD(p) _mm512_loadu_ps(p)
+#define VF_STORE(p, v) _mm512_storeu_ps(p, v)
+#define VF_SET1(f) _mm512_set1_ps(f)
+#define VF_MUL(a, b) _mm512_mul_ps(a, b)
+#define VF_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)   /* a * b + c, one rounding */
+#define VF_FNMA(a, b, c) _mm512_fnmadd_ps(a, b, c) /* c - a * b */
+#define VF_LOAD_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define VF_LOAD_BF16(p) \
+    _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define VF_FROM_INT(v) _mm512_cvtepi32_ps(v)
+#define VI __m512i
+#define VI_LOAD(p) _mm512_loadu_si512((const void *)(p))
+#define QB 2      /* 32-blocks per integer vector */
+#define FT_R 4    /* float tiles: rows x outputs (24 accumulators of 32 registers) */
+#define FT_C 6
+#define QT_R 4    /* quantized tiles */
+#define QT_C 4
+#else
+#define VF __m256
+#define VF_N 8
+#define VF_ZERO() _mm256_setzero_ps()
+#define VF_LOAD(p) _mm256_loadu_ps(p)
+#define VF_STORE(p, v) _mm256_storeu_ps(p, v)
+#define VF_SET1(f) _mm256_set1_ps(f)
+#define VF_MUL(a, b) _mm256_mul_ps(a, b)
+#define VF_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define VF_FNMA(a, b, c) _mm256_fnmadd_ps(a, b, c)
+#define VF_LOAD_F16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define VF_LOAD_BF16(p) \
+    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define VF_FROM_INT(v) _mm256_cvtepi32_ps(v)
+#define VI __m256i
+#define VI_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
+#define QB 1
+#define FT_R 2    /* 16 registers: 8 accumulators */
+#define FT_C 4
+#define QT_R 2
+#define QT_C 2
+#endif
+#define QCHUNK (32 * QB) /* elements per integer step; also 8 * QB == VF_N float lanes */
+/* Batch-1 decode streams every weight from memory once; hardware prefetchers
+ * alone leave the core waiting, so the kernels ask for the bytes this far
+ * ahead of the ones they read (found by measuring on the bench machine). */
+#define PREFETCH_BYTES 4096
+
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")
+
+/* The one reduction of an accumulator: halves added pairwise down to a float. */
+INLINE float K(hsum)(VF v) {
+#if SIMD_512
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+#else
+    __m256 h = v;
+#endif
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+INLINE float K(f16)(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+/* ---- float weights -------------------------------------------------------- */
+
+/* VF_N weights of a row of type t from element k. */
+INLINE VF K(load_w)(DType t, const void *row, int64_t k) {
+    if (t == DT_F32) return VF_LOAD((const float *)row + k);
+    if (t == DT_F16) return VF_LOAD_F16((const uint16_t *)row + k);
+    return VF_LOAD_BF16((const uint16_t *)row + k);
+}
+
+/* The last count < VF_N elements, zeros after them (the products then add 0). */
+static VF K(load_w_tail)(DType t, const void *row, int64_t k, int count) {
+    uint32_t buf[VF_N] = {0};
+    size_t es = t == DT_F32 ? 4 : 2;
+    memcpy(buf, (const char *)row + (size_t)k * es, (size_t)count * es);
+    return K(load_w)(t, buf, 0);
+}
+
+static VF K(load_x_tail)(const float *x, int count) {
+    float buf[VF_N] = {0};
+    memcpy(buf, x, sizeof(float) * (size_t)count);
+    return VF_LOAD(buf);
+}
+
+/* y[i0 + r, o0 + c] for r < R, c < C; R and C are constants where it is inlined. */
+INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tensor *w, int64_t in, int64_t out,
+                     int i0, int o0) {
+    VF acc[FT_R][FT_C];
+    const void *wr[FT_C];
+    const float *xr[FT_R];
+    UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
+    UNROLL for (int r = 0; r < R; r++) {
+        xr[r] = x + (size_t)(i0 + r) * in;
+        UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
+    }
+    int64_t k = 0;
+    const size_t es = t == DT_F32 ? 4 : 2; /* bytes per weight */
+    for (; k + VF_N <= in; k += VF_N) {
+        VF wv[FT_C];
+        UNROLL for (int c = 0; c < C; c++) {
+            if (R == 1) /* decode: stream the weights, asking ahead (see PREFETCH_BYTES) */
+                _mm_prefetch((const char *)wr[c] + (size_t)k * es + PREFETCH_BYTES, _MM_HINT_T0);
+            wv[c] = K(load_w)(t, wr[c], k);
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            VF xv = VF_LOAD(xr[r] + k);
+            UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_FMA(wv[c], xv, acc[r][c]);
+        }
+    }
+    if (k < in) { /* the same step once more, on zero-padded copies */
+        int rest = (int)(in - k);
+        UNROLL for (int c = 0; c < C; c++) {
+            VF wv = K(load_w_tail)(t, wr[c], k, rest);
+            UNROLL for (int r = 0; r < R; r++) acc[r][c] = VF_FMA(wv, K(load_x_tail)(xr[r] + k, rest), acc[r][c]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+}
+
+/* Every row tile against outputs [o0, o0 + C), C == FT_C or 1. */
+INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0) {
+    int64_t in = w->ne[0], out = w->ne[1];
+    int i = 0;
+    for (; i + FT_R <= n; i += FT_R) K(ftile)(t, FT_R, C, y, x, w, in, out, i, o0);
+    switch (n - i) { /* the remaining rows, each count its own unrolled copy */
+#if FT_R > 3
+    case 3: K(ftile)(t, 3, C, y, x, w, in, out, i, o0); break;
+#endif
+#if FT_R > 2
+    case 2: K(ftile)(t, 2, C, y, x, w, in, out, i, o0); break;
+#endif
+    case 1: K(ftile)(t, 1, C, y, x, w, in, out, i, o0); break;
+    default: break;
+    }
+}
+
+INLINE void K(fcols)(DType t, float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
+    int o = c0;
+    for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o);
+    for (; o < c1; o++) K(fcols_tile)(t, 1, y, x, w, n, o);
+}
+
+static void K(fcols_f32)(float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
+    K(fcols)(DT_F32, y, x, w, n, c0, c1);
+}
+static void K(fcols_f16)(float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
+    K(fcols)(DT_F16, y, x, w, n, c0, c1);
+}
+static void K(fcols_bf16)(float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
+    K(fcols)(DT_BF16, y, x, w, n, c0, c1);
+}
+
+/* ---- quantized activations -------------------------------------------- */
+
+/* The weights of every quantized type are decoded to unsigned bytes u = w + off
+ * (Q8_0: off 128, Q4_0: 8, Q6_K: 32, Q4_K: 0, its values being unsigned), the
+ * operand order the integer dot product instructions want (unsigned x signed).
+ * Since sum u x = sum w x + off * sum x, each activation lane starts from
+ * -off * (its sum of x), prepared once per row. */
+INLINE int K(offset)(DType t) { return t == DT_Q8_0 ? 128 : t == DT_Q4_0 ? 8 : t == DT_Q6_K ? 32 : 0; }
+
+/* AVX2 has no unsigned x signed dot product that cannot overflow for Q8_0's
+ * u up to 255, so there Q8_0 keeps signed weights: |w| times x with w's sign. */
+#define SIGNED_Q8_0 (!SIMD_512)
+
+/* Row x[in] to 8-bit blocks of 32 (llama.cpp's Q8_0 rule: d = max|x| / 127
+ * rounded to F16, q = round(x * 127 / max|x|), ties to even), for weights of type t. Per block: q[] its
+ * 32 values; c[] -off * (sum of each lane's 4 values), 8 int32 lanes; s[] d in
+ * all 8 lanes; m[] d times each lane's sum (for Q4_K's mins). Blocks past the
+ * end of the row up to a whole chunk are zero. */
+static void K(quantize_row)(DType t, const float *x, int64_t in, int8_t *q, int32_t *c, float *s, float *m) {
+    int nb = (int)(in / 32), nbp = (nb + QB - 1) / QB * QB;
+    int off = (SIGNED_Q8_0 && t == DT_Q8_0) ? 0 : K(offset)(t);
+    for (int b = 0; b < nb; b++, x += 32, q += 32, c += 8, s += 8, m += 8) {
+#if SIMD_512
+        __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+#else
+        __m256 sign = _mm256_set1_ps(-0.0f);
+        __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8), v2 = _mm256_loadu_ps(x + 16),
+               v3 = _mm256_loadu_ps(x + 24);
+        __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                                  _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+#endif
+        /* d is kept as F16, as in llama.cpp's Q8_0 blocks: the same numbers as its dot products */
+        float d = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0)), id = amax != 0.0f ? 127.0f / amax : 0.0f;
+#if SIMD_512
+        __m512 vid = _mm512_set1_ps(id);
+        __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)));
+        __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)));
+        __m256i qv = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+        __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), qv);
+#else
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vid));
+        __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, vid));
+        /* packs work within 128-bit halves; the permute puts the bytes back in order */
+        __m256i qv = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        qv = _mm256_permutevar8x32_epi32(qv, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), qv), _mm256_set1_epi16(1));
+#endif
+        _mm256_storeu_si256((__m256i *)q, qv);
+        _mm256_storeu_si256((__m256i *)c, _mm256_mullo_epi32(sums, _mm256_set1_epi32(-off)));
+        __m256 vd = _mm256_set1_ps(d);
+        _mm256_storeu_ps(s, vd);
+        _mm256_storeu_ps(m, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(sums)));
+    }
+    for (int b = nb; b < nbp; b++, q += 32, c += 8, s += 8, m += 8) {
+        memset(q, 0, 32);
+        memset(c, 0, 32);
+        memset(s, 0, 32);
+        memset(m, 0, 32);
+    }
+}
+
+static void K(prepare_rows)(const SimdActs *a, int r0, int r1) {
+    if (!simd_quantized(a->type)) return;
+    for (int i = r0; i < r1; i++) {
+        size_t si = (size_t)i * a->s_stride;
+        K(quantize_row)(a->type, a->x + (size_t)i * a->in, a->in, a->q + (size_t)i * a->q_stride, a->c + si,
+                        a->s + si, a->m + si);
+    }
+}
+
+/* ---- quantized weights: one chunk of QB blocks ---------------------------- */
+
+typedef struct {
+    VI u;     /* the weights as unsigned bytes w + off (AVX2 Q8_0: |w|) */
+    VI sign;  /* AVX2 Q8_0 only: w, whose signs go onto x */
+    VF scale; /* the weight scale under each float lane */
+    VF min;   /* Q4_K: the min under each lane */
+} K(WChunk);
+
+#if SIMD_512
+/* Two 256-bit halves (block 2c and block 2c + 1) to one vector, scales likewise. */
+INLINE VI K(join)(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+INLINE VF K(join_scale)(float lo, float hi) {
+    return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+}
+#else
+INLINE VF K(join_scale)(float lo, float hi) { return _mm256_set_m128(_mm_set1_ps(hi), _mm_set1_ps(lo)); }
+#endif
+
+/* Q8_0: the 32 stored bytes plus 128 (AVX2: their magnitudes, signs aside). */
+INLINE __m256i K(q8_0_block)(const uint8_t *b, __m256i *sign) {
+    __m256i w = _mm256_loadu_si256((const __m256i *)(b + 2));
+    *sign = w;
+    return SIGNED_Q8_0 ? _mm256_sign_epi8(w, w) : _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80));
+}
+
+/* Q4_0: low nibbles are elements 0..15, high nibbles 16..31 (values w + 8). */
+INLINE __m256i K(q4_0_block)(const uint8_t *b) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(b + 2)), m4 = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
+}
+
+#if SIMD_512
+/* The F16 scales of two blocks, d0 in lanes 0-7 and d1 in lanes 8-15. */
+INLINE VF K(two_scales)(const uint8_t *b0, const uint8_t *b1) {
+    uint16_t h0, h1;
+    memcpy(&h0, b0, 2);
+    memcpy(&h1, b1, 2);
+    __m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)h0 | (uint32_t)h1 << 16)));
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                 _mm512_castps128_ps512(d));
+}
+
+/* Two Q4_0 blocks: both 16-byte halves split into nibbles at once, then put
+ * in element order (block 0 low, block 0 high, block 1 low, block 1 high). */
+INLINE VI K(q4_0_pair)(const uint8_t *b0, const uint8_t *b1) {
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 2))),
+                                        _mm_loadu_si128((const __m128i *)(b1 + 2)), 1);
+    __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m512i lo = _mm512_castsi256_si512(_mm256_and_si256(v, m4));
+    __m512i hi = _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+    return _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi);
+}
+#endif
+
+/* Blocks 2c, 2c + 1 (AVX2: block c) of a Q8_0 or Q4_0 row of nb blocks; a
+ * missing last block is zero. */
+INLINE void K(decode_q32)(DType t, const uint8_t *row, int c, int nb, K(WChunk) *o) {
+    const size_t bytes = t == DT_Q8_0 ? 34 : 18;
+    const uint8_t *b = row + (size_t)c * QB * bytes;
+    __m256i sign = _mm256_setzero_si256();
+#if SIMD_512
+    if (2 * c + 1 < nb) {
+        if (t == DT_Q8_0) /* both blocks' bytes, then + 128 on all 64 at once */
+            o->u = _mm512_xor_si512(K(join)(_mm256_loadu_si256((const __m256i *)(b + 2)),
+                                            _mm256_loadu_si256((const __m256i *)(b + bytes + 2))),
+                                    _mm512_set1_epi8((char)0x80));
+        else
+            o->u = K(q4_0_pair)(b, b + bytes);
+        o->scale = K(two_scales)(b, b + bytes);
+    } else { /* the last block of an odd count: the upper half stays zero */
+        o->u = K(join)(t == DT_Q8_0 ? K(q8_0_block)(b, &sign) : K(q4_0_block)(b), _mm256_setzero_si256());
+        o->scale = K(join_scale)(K(f16)(b), 0.0f);
+    }
+#else
+    (void)nb;
+    o->u = t == DT_Q8_0 ? K(q8_0_block)(b, &sign) : K(q4_0_block)(b);
+    o->sign = sign;
+    o->scale = VF_SET1(K(f16)(b));
+#endif
+}
+
+/* Q6_K (facts §2.4): block b = 4h + r (r = 0..3) of a super-block takes the low
+ * (r < 2) or high nibbles of ql[64h + 32(r & 1) ..][32] and bits 2r, 2r + 1 of
+ * qh[32h ..][32]; its lanes 0-3 and 4-7 have scales sc[2b] and sc[2b + 1]. */
+INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {
+    const int per_sb = 8 / QB; /* chunks per super-block */
+    const uint8_t *sb = row + (size_t)(c / per_sb) * 210;
+    int b = (c % per_sb) * QB, h = b / 4, r = b % 4; /* first block of the chunk */
+    float d = K(f16)(sb + 208);
+    const int8_t *sc = (const int8_t *)(sb + 192);
+#if SIMD_512
+    /* blocks r, r + 1 of half h: ql bytes 64h..64h+63, one nibble; qh shifted by 2r and 2r + 2 */
+    __m512i lo = _mm512_loadu_si512((const void *)(sb + 64 * h));
+    lo = _mm512_and_si512(_mm512_srl_epi16(lo, _mm_cvtsi32_si128(r < 2 ? 0 : 4)), _mm512_set1_epi8(0x0F));
+    __m512i hi = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h)));
+    __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * r)), _mm256_set1_epi16((short)(2 * r + 2)), 1);
+    hi = _mm512_and_si512(_mm512_srlv_epi16(hi, shift), _mm512_set1_epi8(3));
+    o->u = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
+    /* the chunk's 4 scales sc[2b..2b+3], each spread over 4 lanes */
+    int32_t four;
+    memcpy(&four, sc + 2 * b, 4);
+    __m128i spread = _mm_shuffle_epi8(_mm_cvtsi32_si128(four), _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+    o->scale = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(spread)));
+#else
+    __m256i lo = _mm256_loadu_si256((const __m256i *)(sb + 64 * h + 32 * (r & 1)));
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h));
+    lo = _mm256_and_si256(_mm256_srl_epi16(lo, _mm_cvtsi32_si128(r < 2 ? 0 : 4)), _mm256_set1_epi8(0x0F));
+    hi = _mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * r)), _mm256_set1_epi8(3));
+    o->u = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+    o->scale = K(join_scale)(d * (float)sc[2 * b], d * (float)sc[2 * b + 1]);
+#endif
+}
+
+/* A Q4_K chunk: block j has scale d * sc_j and min dmin * mn_j; blocks 2k and
+ * 2k + 1 are the low and high nibbles of the same 32 bytes. */
+INLINE void K(decode_q4_k)(const uint8_t *row, int c, K(WChunk) *o) {
+    const int per_sb = 8 / QB;
+    const uint8_t *sb = row + (size_t)(c / per_sb) * 144;
+    int b = (c % per_sb) * QB;
+    float d = K(f16)(sb), dmin = K(f16)(sb + 2);
+    __m256i v = _mm256_loadu_si256((const __m256i *)(sb + 16 + 32 * (b / 2))), m4 = _mm256_set1_epi8(0x0F);
+    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    int sc0, mn0;
+    simd_scale_min_k4(b, sb + 4, &sc0, &mn0);
+#if SIMD_512
+    int sc1, mn1;
+    simd_scale_min_k4(b + 1, sb + 4, &sc1, &mn1);
+    o->u = K(join)(lo, hi);
+    o->scale = K(join_scale)(d * (float)sc0, d * (float)sc1);
+    o->min = K(join_scale)(dmin * (float)mn0, dmin * (float)mn1);
+#else
+    o->u = (b & 1) ? hi : lo;
+    o->scale = VF_SET1(d * (float)sc0);
+    o->min = VF_SET1(dmin * (float)mn0);
+#endif
+}
+
+INLINE void K(decode)(DType t, const uint8_t *row, int c, int nb, K(WChunk) *o) {
+    if (t == DT_Q8_0 || t == DT_Q4_0) K(decode_q32)(t, row, c, nb, o);
+    else if (t == DT_Q6_K) K(decode_q6_k)(row, c, o);
+    else K(decode_q4_k)(row, c, o);
+}
+
+/* One chunk of one output element: exact integer lanes, then the float update. */
+INLINE VF K(qstep)(DType t, const K(WChunk) *w, VI xq, VI xc, VF xs, const float *xm, VF acc) {
+#if SIMD_512
+    VI lanes = _mm512_dpbusd_epi32(xc, w->u, xq);
+#else
+    VI ones = _mm256_set1_epi16(1), lanes;
+    if (t == DT_Q8_0) lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(w->u, _mm256_sign_epi8(xq, w->sign)), ones);
+    else lanes = _mm256_add_epi32(xc, _mm256_madd_epi16(_mm256_maddubs_epi16(w->u, xq), ones));
+#endif
+    acc = VF_FMA(VF_MUL(w->scale, xs), VF_FROM_INT(lanes), acc);
+    if (t == DT_Q4_K) acc = VF_FNMA(w->min, VF_LOAD(xm), acc);
+    return acc;
+}
+
+/* y[i0 + r, o0 + c] for r < R, c < C. The weights' chunks come from pre
+ * (decoded once for all row tiles, see K(qcols_tile)) or are decoded here. */
+INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
+                     const K(WChunk) *pre) {
+    int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
+    int64_t out = w->ne[1];
+    VF acc[QT_R][QT_C];
+    const uint8_t *wr[QT_C];
+    UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
+    size_t chunk_bytes = w->row_bytes / (size_t)nch; /* about: for prefetching only */
+    for (int ch = 0; ch < nch; ch++) {
+        K(WChunk) wc[QT_C];
+        UNROLL for (int c = 0; c < C; c++) {
+            if (pre) {
+                wc[c] = pre[(size_t)c * nch + ch];
+            } else {
+                /* ask for the bytes a few chunks ahead now: memory is slow to answer */
+                _mm_prefetch((const char *)wr[c] + (size_t)ch * chunk_bytes + PREFETCH_BYTES, _MM_HINT_T0);
+                K(decode)(t, wr[c], ch, nb, &wc[c]);
+            }
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            size_t row = (size_t)(i0 + r), si = row * a->s_stride + (size_t)ch * VF_N;
+            VI xq = VI_LOAD(a->q + row * a->q_stride + (size_t)ch * QCHUNK), xc = VI_LOAD(a->c + si);
+            VF xs = VF_LOAD(a->s + si);
+            UNROLL for (int c = 0; c < C; c++) acc[r][c] = K(qstep)(t, &wc[c], xq, xc, xs, a->m + si, acc[r][c]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+}
+
+/* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. With more rows
+ * than one tile, the C weight rows are decoded once into pre and every row
+ * tile reads them from there (prefill: each weight byte decoded once per
+ * call); the values and the arithmetic are the same either way. */
+INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Tensor *w, int o0, K(WChunk) *pre) {
+    int i = 0, n = a->n;
+    if (n > QT_R) {
+        int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
+        for (int c = 0; c < C; c++)
+            for (int ch = 0; ch < nch; ch++) K(decode)(t, tensor_row(w, o0 + c), ch, nb, &pre[(size_t)c * nch + ch]);
+    } else {
+        pre = NULL;
+    }
+    for (; i + QT_R <= n; i += QT_R) K(qtile)(t, QT_R, C, y, a, w, i, o0, pre);
+    switch (n - i) {
+#if QT_R > 3
+    case 3: K(qtile)(t, 3, C, y, a, w, i, o0, pre); break;
+#endif
+#if QT_R > 2
+    case 2: K(qtile)(t, 2, C, y, a, w, i, o0, pre); break;
+#endif
+    case 1: K(qtile)(t, 1, C, y, a, w, i, o0, pre); break;
+    default: break;
+    }
+}
+
+INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
+    K(WChunk) *pre = NULL;
+    if (a->n > QT_R) {
+        size_t nch = (size_t)(a->in / 32 + QB - 1) / QB;
+        pre = aligned_alloc(64, sizeof(K(WChunk)) * QT_C * nch);
+        if (!pre) {
+            fprintf(stderr, "fatal: out of memory\n");
+            exit(1);
+        }
+    }
+    int o = c0;
+    for (; o + QT_C <= c1; o += QT_C) K(qcols_tile)(t, QT_C, y, a, w, o, pre);
+    for (; o < c1; o++) K(qcols_tile)(t, 1, y, a, w, o, pre);
+    free(pre);
+}
+
+static void K(qcols_q8_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q8_0, y, a, w, c0, c1); }
+static void K(qcols_q4_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q4_0, y, a, w, c0, c1); }
+static void K(qcols_q4_k)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q4_K, y, a, w, c0, c1); }
+static void K(qcols_q6_k)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q6_K, y, a, w, c0, c1); }
+
+static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
+    switch (w->type) {
+    case DT_F32: K(fcols_f32)(y, a->x, w, a->n, c0, c1); break;
+    case DT_F16: K(fcols_f16)(y, a->x, w, a->n, c0, c1); break;
+    case DT_BF16: K(fcols_bf16)(y, a->x, w, a->n, c0, c1); break;
+    case DT_Q8_0: K(qcols_q8_0)(y, a, w, c0, c1); break;
+    case DT_Q4_0: K(qcols_q4_0)(y, a, w, c0, c1); break;
+    case DT_Q4_K: K(qcols_q4_k)(y, a, w, c0, c1); break;
+    case DT_Q6_K: K(qcols_q6_k)(y, a, w, c0, c1); break;
+    default: scalar_matmul_rows(y, a->x, w, a->n, c0, c1); break; /* loaders reject other types */
+    }
+}
+
+/* ---- attention -------------------------------------------------------------- */
+
+/* q . k over head_dim = nv * VF_N floats: one accumulator, in order. */
+INLINE float K(dot)(const float *q, const float *k, int nv) {
+    VF acc = VF_ZERO();
+    for (int v = 0; v < nv; v++) acc = VF_FMA(VF_LOAD(q + v * VF_N), VF_LOAD(k + v * VF_N), acc);
+    return K(hsum)(acc);
+}
+
+/* Four keys at once, each with its own accumulator: the same as four K(dot). */
+INLINE void K(dot4)(const float *q, const float *k, size_t stride, int nv, float *out) {
+    VF a0 = VF_ZERO(), a1 = VF_ZERO(), a2 = VF_ZERO(), a3 = VF_ZERO();
+    for (int v = 0; v < nv; v++) {
+        VF qv = VF_LOAD(q + v * VF_N);
+        a0 = VF_FMA(qv, VF_LOAD(k + v * VF_N), a0);
+        a1 = VF_FMA(qv, VF_LOAD(k + stride + v * VF_N), a1);
+        a2 = VF_FMA(qv, VF_LOAD(k + 2 * stride + v * VF_N), a2);
+        a3 = VF_FMA(qv, VF_LOAD(k + 3 * stride + v * VF_N), a3);
+    }
+    out[0] = K(hsum)(a0);
+    out[1] = K(hsum)(a1);
+    out[2] = K(hsum)(a2);
+    out[3] = K(hsum)(a3);
+}
+
+/* out[d0 .. d0 + m*VF_N) = sum over positions t in order of p[t] * v_t, m <= 4
+ * vectors at a time: each lane sums its own position sequence. */
+INLINE void K(weigh_values)(float *out, const float *p, const KvSpan *spans, int n_spans, size_t off, int m,
+                            float inv, size_t kv_dim) {
+    VF a[4] = {VF_ZERO(), VF_ZERO(), VF_ZERO(), VF_ZERO()};
+    int j = 0;
+    for (int sp = 0; sp < n_spans; sp++)
+        for (int t = 0; t < spans[sp].n; t++, j++) {
+            const float *v = spans[sp].v + (size_t)t * kv_dim + off;
+            VF pj = VF_SET1(p[j]);
+            UNROLL for (int u = 0; u < 4; u++)
+                if (u < m) a[u] = VF_FMA(pj, VF_LOAD(v + u * VF_N), a[u]);
+        }
+    VF vinv = VF_SET1(inv);
+    UNROLL for (int u = 0; u < 4; u++)
+        if (u < m) VF_STORE(out + u * VF_N, VF_MUL(a[u], vinv));
+}
+
+static void K(attend_head)(float *out, const float *q, const KvSpan *spans, int n_spans, AttnShape s, int h,
+                           float *scores) {
+    int hd = s.head_dim, nv = hd / VF_N;
+    size_t kv_dim = (size_t)s.n_kv_heads * hd;
+    size_t g = (size_t)(h / (s.n_heads / s.n_kv_heads)) * hd; /* GQA: this head's kv head */
+    float scale = 1.0f / sqrtf((float)hd);
+    int j = 0;
+    for (int sp = 0; sp < n_spans; sp++) {
+        const float *k = spans[sp].k + g;
+        int n = spans[sp].n, t = 0;
+        for (; t + 4 <= n; t += 4) K(dot4)(q, k + (size_t)t * kv_dim, kv_dim, nv, scores + j + t);
+        for (; t < n; t++) scores[j + t] = K(dot)(q, k + (size_t)t * kv_dim, nv);
+        j += n;
+    }
+    float max = -INFINITY;
+    for (int i = 0; i < j; i++) {
+        scores[i] *= scale;
+        if (scores[i] > max) max = scores[i];
+    }
+    float sum = 0.0f; /* in position order */
+    for (int i = 0; i < j; i++) {
+        scores[i] = expf(scores[i] - max);
+        sum += scores[i];
+    }
+    float inv = 1.0f / sum;
+    for (int v = 0; v < nv; v += 4) {
+        int m = nv - v < 4 ? nv - v : 4;
+        K(weigh_values)(out + v * VF_N, scores, spans, n_spans, g + (size_t)v * VF_N, m, inv, kv_dim);
+    }
+}
+
+static void K(attention_heads)(float *out, const float *q, const KvSpan *spans, int n_spans, AttnShape s, int h0,
+                               int h1) {
+    if (s.head_dim % VF_N != 0) { /* odd head sizes: the scalar kernel, still one fixed order */
+        scalar_attention_heads(out, q, spans, n_spans, s, h0, h1);
+        return;
+    }
+    int total = 0;
+    for (int i = 0; i < n_spans; i++) total += spans[i].n;
+    float *scores = xmalloc(sizeof(float) * (size_t)(total > 0 ? total : 1));
+    for (int h = h0; h < h1; h++)
+        K(attend_head)(out + (size_t)h * s.head_dim, q + (size_t)h * s.head_dim, spans, n_spans, s, h, scores);
+    free(scores);
+}
+
+static const SimdKernels K(kernels) = {
+    .isa = SIMD_512 ? "avx512" : "avx2",
+    .qblocks = QB,
+    .ftile_cols = FT_C,
+    .qtile_cols = QT_C,
+    .prepare_rows = K(prepare_rows),
+    .matmul_cols = K(matmul_cols),
+    .attention_heads = K(attention_heads),
+};
+
+#undef VF
+#undef VF_N
+#undef VF_ZERO
+#undef VF_LOAD
+#undef VF_STORE
+#undef VF_SET1
+#undef VF_MUL
+#undef VF_FMA
+#undef VF_FNMA
+#undef VF_LOAD_F16
+#undef VF_LOAD_BF16
+#undef VF_FROM_INT
+#undef VI
+#undef VI_LOAD
+#undef QB
+#undef FT_R
+#undef FT_C
+#undef QT_R
+#undef QT_C
+#undef QCHUNK
+#undef PREFETCH_BYTES
+#undef SIGNED_Q8_0
+#undef INLINE
+#undef UNROLL

@@ -1,0 +1,317 @@
+/* test_backend.c: the backends' promises.
+ *  - invariance: for one backend, row i of a batched matmul is bitwise the
+ *    row of a one-row call, for batch sizes 1..16 and 1..4 threads, for every
+ *    weight type; attention is bitwise the same however the keys are cut into
+ *    spans and however many threads split the heads;
+ *  - accuracy: simd and parallel stay within a per-type tolerance of scalar.
+ * Every simd build this CPU runs is tested (AVX-512 and AVX2 on a recent x86),
+ * and the scalar fallback of the simd/parallel backends too. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "backend_simd.h"
+#include "harness.h"
+#include "quant.h"
+#include "threadpool.h"
+
+#define MAX_N 16
+
+static float frand(uint32_t *s) {
+    float v = 0;
+    for (int k = 0; k < 4; k++) {
+        *s = *s * 1664525u + 1013904223u;
+        v += (float)(*s >> 8) / 16777216.0f - 0.5f;
+    }
+    return v;
+}
+
+static void fill(float *x, size_t n, uint32_t seed) {
+    uint32_t s = seed * 2654435761u + 7;
+    for (size_t i = 0; i < n; i++) x[i] = frand(&s) * (0.3f + (float)((i / 32) % 4)); /* blocks differ in range */
+}
+
+typedef struct {
+    Tensor t;
+    void *data;
+    float *deq; /* the weights as the scalar backend sees them: [out, in] */
+} Weight;
+
+static Weight make_weight(DType type, int in, int out, uint32_t seed) {
+    Weight w = {0};
+    size_t rb = dtype_row_bytes(type, in);
+    w.data = malloc(rb * (size_t)out);
+    w.deq = malloc(sizeof(float) * (size_t)in * out);
+    float *row = malloc(sizeof(float) * (size_t)in);
+    for (int o = 0; o < out; o++) {
+        fill(row, (size_t)in, seed * 7919u + (uint32_t)o);
+        quant_row(type, row, (char *)w.data + rb * (size_t)o, in);
+        dequant_row(type, (char *)w.data + rb * (size_t)o, w.deq + (size_t)o * in, in);
+    }
+    free(row);
+    w.t = (Tensor){"w", type, {in, out, 1, 1}, rb, w.data};
+    return w;
+}
+
+static void free_weight(Weight *w) {
+    free(w->data);
+    free(w->deq);
+}
+
+/* The kernel builds to test: each simd build the CPU runs, then none (scalar). */
+static int kernel_builds(const SimdKernels **ks) {
+    int n = 0;
+    const char *isas[] = {"avx512", "avx2"};
+    for (int i = 0; i < 2; i++)
+        if (simd_kernels_isa(isas[i])) ks[n++] = simd_kernels_isa(isas[i]);
+    ks[n++] = NULL;
+    return n;
+}
+
+static const char *build_name(const SimdKernels *k) { return k ? k->isa : "scalar-fallback"; }
+
+/* The weight types and a row length for each that exercises the tails: odd
+ * numbers of 32-blocks (a half-filled AVX-512 chunk), float rows that are not
+ * a multiple of 16 lanes. */
+typedef struct {
+    DType type;
+    int in;
+    double tol; /* |simd - scalar| <= tol * sum |w x|: rounding for float weights; for
+                 * quantized ones the 8-bit activations (about 0.2 % measured) */
+} TypeCase;
+
+static const TypeCase TYPES[] = {
+    {DT_F32, 200, 1e-5},  {DT_F32, 256, 1e-5},  {DT_F16, 200, 1e-5},  {DT_BF16, 136, 1e-5},
+    {DT_Q8_0, 352, 5e-3}, {DT_Q8_0, 256, 5e-3}, {DT_Q4_0, 352, 5e-3}, {DT_Q4_K, 512, 5e-3},
+    {DT_Q6_K, 512, 5e-3},
+};
+#define N_TYPES (int)(sizeof TYPES / sizeof TYPES[0])
+#define OUT 37 /* not a multiple of any tile width */
+
+static bool rows_equal(const float *a, const float *b, int n) { return memcmp(a, b, sizeof(float) * (size_t)n) == 0; }
+
+/* Row i of every batch 1..16 and of one-row calls equals row i of the batch of 16. */
+static void check_batch_invariance(Backend *be, const Weight *w, const float *x, const char *what) {
+    int in = (int)w->t.ne[0];
+    float *full = malloc(sizeof(float) * MAX_N * OUT), *y = malloc(sizeof(float) * MAX_N * OUT);
+    matmul(be, full, x, &w->t, MAX_N);
+    for (int n = 1; n <= MAX_N && !test_failed_now(); n++) {
+        matmul(be, y, x, &w->t, n);
+        for (int i = 0; i < n; i++)
+            CHECK_MSG(rows_equal(y + i * OUT, full + i * OUT, OUT), "%s: row %d of a batch of %d differs from the batch of 16",
+                      what, i, n);
+        matmul(be, y, x + (size_t)(n - 1) * in, &w->t, 1);
+        CHECK_MSG(rows_equal(y, full + (n - 1) * OUT, OUT), "%s: one-row call for row %d differs", what, n - 1);
+    }
+    free(full);
+    free(y);
+}
+
+TEST(backend_matmul_batch_invariant) {
+    const SimdKernels *ks[3];
+    int nk = kernel_builds(ks);
+    for (int c = 0; c < N_TYPES; c++) {
+        const TypeCase *tc = &TYPES[c];
+        Weight w = make_weight(tc->type, tc->in, OUT, (uint32_t)c + 1);
+        float *x = malloc(sizeof(float) * MAX_N * tc->in);
+        fill(x, (size_t)MAX_N * tc->in, 100 + (uint32_t)c);
+        for (int k = 0; k < nk; k++) {
+            char what[96];
+            Backend *be = backend_simd_create(ks[k]);
+            snprintf(what, sizeof what, "simd/%s %s in=%d", build_name(ks[k]), dtype_name(tc->type), tc->in);
+            check_batch_invariance(be, &w, x, what);
+            backend_free(be);
+        }
+        free(x);
+        free_weight(&w);
+    }
+}
+
+/* The parallel backend with 1..4 threads gives the simd backend's bits (the
+ * same kernels, columns split among threads), for batches of 1 and 16 and a
+ * matrix large enough to be split. */
+TEST(backend_matmul_threads_invariant) {
+    const SimdKernels *ks[3];
+    int nk = kernel_builds(ks);
+    int out = 301;
+    for (int c = 0; c < N_TYPES; c++) {
+        const TypeCase *tc = &TYPES[c];
+        Weight w = make_weight(tc->type, tc->in, out, (uint32_t)c + 50);
+        float *x = malloc(sizeof(float) * MAX_N * tc->in);
+        float *ref = malloc(sizeof(float) * MAX_N * out), *y = malloc(sizeof(float) * MAX_N * out);
+        fill(x, (size_t)MAX_N * tc->in, 200 + (uint32_t)c);
+        for (int k = 0; k < nk; k++) {
+            Backend *simd = backend_simd_create(ks[k]);
+            for (int n = 1; n <= MAX_N; n += MAX_N - 1) {
+                matmul(simd, ref, x, &w.t, n);
+                for (int t = 1; t <= 4; t++) {
+                    Backend *par = backend_parallel_create(ks[k], t);
+                    matmul(par, y, x, &w.t, n);
+                    CHECK_MSG(rows_equal(y, ref, n * out), "parallel/%s %s, %d threads, batch %d differs from simd",
+                              build_name(ks[k]), dtype_name(tc->type), t, n);
+                    backend_free(par);
+                }
+            }
+            backend_free(simd);
+        }
+        free(x);
+        free(ref);
+        free(y);
+        free_weight(&w);
+    }
+}
+
+/* simd against the scalar reference: per element, relative to sum |w x|
+ * (float types: rounding only; quantized types: the 8-bit activations). */
+TEST(backend_matmul_close_to_scalar) {
+    const SimdKernels *ks[3];
+    int nk = kernel_builds(ks);
+    Backend *scalar = backend_scalar_create();
+    int n = 5;
+    for (int c = 0; c < N_TYPES; c++) {
+        const TypeCase *tc = &TYPES[c];
+        int in = tc->in;
+        Weight w = make_weight(tc->type, in, OUT, (uint32_t)c + 9);
+        float *x = malloc(sizeof(float) * n * in), *ref = malloc(sizeof(float) * n * OUT),
+              *y = malloc(sizeof(float) * n * OUT);
+        fill(x, (size_t)n * in, 300 + (uint32_t)c);
+        matmul(scalar, ref, x, &w.t, n);
+        for (int k = 0; k < nk; k++) {
+            Backend *be = backend_parallel_create(ks[k], 2);
+            matmul(be, y, x, &w.t, n);
+            double worst = 0;
+            for (int i = 0; i < n; i++)
+                for (int o = 0; o < OUT; o++) {
+                    double mag = 0;
+                    for (int j = 0; j < in; j++) mag += fabs((double)w.deq[(size_t)o * in + j] * x[(size_t)i * in + j]);
+                    double e = fabs((double)y[i * OUT + o] - ref[i * OUT + o]) / mag;
+                    if (e > worst) worst = e;
+                }
+            CHECK_MSG(worst <= tc->tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
+                      dtype_name(tc->type), in, worst, tc->tol);
+            backend_free(be);
+        }
+        free(x);
+        free(ref);
+        free(y);
+        free_weight(&w);
+    }
+    backend_free(scalar);
+}
+
+/* ---- attention ------------------------------------------------------------- */
+
+typedef struct {
+    AttnShape s;
+    int n_keys;
+} AttnCase;
+
+static const AttnCase ATTN[] = {
+    {{16, 8, 128}, 70}, /* Qwen3-0.6B's heads */
+    {{8, 2, 32}, 37},
+    {{4, 2, 16}, 5},
+    {{4, 4, 20}, 23},   /* head_dim not a multiple of the lanes: the scalar path inside simd */
+};
+
+/* Cuts n keys into spans of the given sizes (the last takes the rest), each
+ * span in its own buffer, as a paged cache would hold them. */
+static int cut_spans(const float *k, const float *v, int n, int kv_dim, const int *sizes, int n_sizes, KvSpan *spans,
+                     float **bufs) {
+    int done = 0, ns = 0;
+    for (int i = 0; done < n; i++) {
+        int len = i < n_sizes ? sizes[i] : n - done;
+        if (len > n - done) len = n - done;
+        float *b = malloc(sizeof(float) * 2 * (size_t)len * kv_dim + 1);
+        memcpy(b, k + (size_t)done * kv_dim, sizeof(float) * (size_t)len * kv_dim);
+        memcpy(b + (size_t)len * kv_dim, v + (size_t)done * kv_dim, sizeof(float) * (size_t)len * kv_dim);
+        spans[ns] = (KvSpan){b, b + (size_t)len * kv_dim, len};
+        bufs[ns++] = b;
+        done += len;
+    }
+    return ns;
+}
+
+TEST(backend_attention_spans_and_threads_invariant) {
+    const SimdKernels *ks[3];
+    int nk = kernel_builds(ks);
+    Backend *scalar = backend_scalar_create();
+    static const int cuts[][4] = {{16, 16, 16, 16}, {1, 2, 3, 4}, {5, 0, 0, 0}, {3, 29, 1, 7}};
+    for (size_t c = 0; c < sizeof ATTN / sizeof ATTN[0]; c++) {
+        AttnShape s = ATTN[c].s;
+        int n = ATTN[c].n_keys, kv_dim = s.n_kv_heads * s.head_dim, q_dim = s.n_heads * s.head_dim;
+        float *k = malloc(sizeof(float) * n * kv_dim), *v = malloc(sizeof(float) * n * kv_dim);
+        float *q = malloc(sizeof(float) * q_dim), *ref = malloc(sizeof(float) * q_dim),
+              *sref = malloc(sizeof(float) * q_dim), *out = malloc(sizeof(float) * q_dim);
+        fill(k, (size_t)n * kv_dim, 11 + (uint32_t)c);
+        fill(v, (size_t)n * kv_dim, 22 + (uint32_t)c);
+        fill(q, (size_t)q_dim, 33 + (uint32_t)c);
+        KvSpan whole = {k, v, n};
+        attention(scalar, sref, q, &whole, 1, s);
+        for (int b = 0; b < nk; b++) {
+            Backend *simd = backend_simd_create(ks[b]);
+            attention(simd, ref, q, &whole, 1, s);
+            for (int i = 0; i < q_dim; i++)
+                CHECK_MSG(fabsf(ref[i] - sref[i]) <= 1e-5f * (1 + fabsf(sref[i])), "%s attention %zu: out[%d] %g vs scalar %g",
+                          build_name(ks[b]), c, i, ref[i], sref[i]);
+            for (size_t cu = 0; cu < sizeof cuts / sizeof cuts[0]; cu++) {
+                KvSpan spans[128];
+                float *bufs[128];
+                int ns = cut_spans(k, v, n, kv_dim, cuts[cu], 4, spans, bufs);
+                for (int t = 0; t <= 4; t++) { /* t = 0: the simd backend itself */
+                    Backend *be = t ? backend_parallel_create(ks[b], t) : simd;
+                    attention(be, out, q, spans, ns, s);
+                    CHECK_MSG(rows_equal(out, ref, q_dim), "%s attention case %zu cut %zu threads %d: not bitwise equal",
+                              build_name(ks[b]), c, cu, t);
+                    if (t) backend_free(be);
+                }
+                for (int i = 0; i < ns; i++) free(bufs[i]);
+            }
+            backend_free(simd);
+        }
+        free(k), free(v), free(q), free(ref), free(sref), free(out);
+    }
+    backend_free(scalar);
+}
+
+/* ---- the factory and the pool ---------------------------------------------------- */
+
+TEST(backend_create_by_name) {
+    char err[256] = "";
+    Backend *be = backend_create(NULL, 2, err);
+    CHECK(be != NULL);
+    if (be) {
+        CHECK_STR(be->name, "parallel"); /* the fastest available is the default */
+        CHECK_EQ_INT(be->n_threads, 2);
+        backend_free(be);
+    }
+    const char *names[] = {"scalar", "simd", "parallel"};
+    for (int i = 0; i < 3; i++) {
+        be = backend_create(names[i], 0, err);
+        CHECK(be != NULL);
+        if (be) CHECK_STR(be->name, names[i]);
+        backend_free(be);
+    }
+    CHECK(backend_create("gpu", 0, err) == NULL);
+    CHECK(strstr(err, "gpu") != NULL && strstr(err, "parallel") != NULL);
+}
+
+static void count_job(void *arg, int chunk) {
+    int *hits = arg;
+    __atomic_fetch_add(&hits[chunk], 1, __ATOMIC_SEQ_CST);
+}
+
+TEST(backend_pool_runs_every_chunk_once) {
+    for (int nt = 1; nt <= 4; nt++) {
+        Pool *p = pool_create(nt);
+        int hits[64] = {0};
+        for (int r = 0; r < 300; r++) pool_run(p, count_job, hits, 1 + r % 64);
+        for (int c = 0; c < 64; c++) { /* chunk c ran in every round with more than c chunks */
+            int want = 0;
+            for (int r = 0; r < 300; r++) want += c < 1 + r % 64;
+            CHECK_EQ_INT(hits[c], want);
+        }
+        pool_free(p);
+    }
+}

@@ -1,0 +1,33 @@
+# make bench: the benchmark suite (never part of make test). Included by the
+# Makefile. Builds every chapter, tools/membw and tools/bench, makes the
+# Qwen3-0.6B-shaped models with mkmodel (cached under build/bench/models/), and
+# runs tools/bench, which prints the table and writes build/bench/bench.md and
+# build/bench/bench.json. Knobs (make variables):
+#   BENCH_TYPES    weight types        (default: f32 f16 bf16 q8_0 q4_0)
+#   BENCH_BACKENDS backends            (default: simd parallel; add scalar for the reference,
+#                                       which takes minutes per type on these shapes)
+#   BENCH_THREADS  parallel threads    (default: one per core)
+#   BENCH_TOKENS   new tokens          (default: 64; chapters without a KV cache: 4)
+
+BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0
+BENCH_BACKENDS ?= simd parallel
+BENCH_THREADS  ?= 0
+BENCH_TOKENS   ?= 64
+BENCH_DIR      := $(BUILD)/bench
+BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
+
+$(BUILD)/tools/bench: tools/bench/bench.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+
+$(BENCH_DIR)/models/qwen3-0.6b-%.gguf: $(MKMODEL)
+	@mkdir -p $(dir $@)
+	$(MKMODEL) --preset qwen3-0.6b --type $* -o $@
+
+# The models are precious: a failed or interrupted bench keeps them.
+.PRECIOUS: $(BENCH_DIR)/models/qwen3-0.6b-%.gguf
+
+bench: $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/bench $(BENCH_MODELS)
+	$(BUILD)/tools/bench --build $(BUILD) --models $(BENCH_DIR)/models --out $(BENCH_DIR) \
+	  --chapters "$(CHAPTERS)" --types "$(BENCH_TYPES)" --backends "$(BENCH_BACKENDS)" \
+	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS)

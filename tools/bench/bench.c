@@ -1,0 +1,313 @@
+/* bench: the benchmark table of `make bench`.
+ *
+ *   bench [--build DIR] [--models DIR] [--out DIR] [--chapters "II.1 II.2"]
+ *         [--types "f32 f16 bf16 q8_0 q4_0"] [--backends "simd parallel"]
+ *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128]
+ *
+ * For every chapter, weight type and backend it runs the chapter's
+ * model-generate on a Qwen3-0.6B-shaped model (made by mkmodel), with a prompt
+ * of exactly --prompt-tokens tokens and --tokens new tokens (--kv basic where
+ * the chapter has a KV cache; a chapter without one recomputes the whole
+ * sequence per token, so it gets only --recompute-tokens), and reports
+ * prefill tokens/s (prompt tokens / time to first token), decode tokens/s, and
+ * decode as a share of the bandwidth limit: read bandwidth (tools/membw, with
+ * the backend's thread count) / weight bytes read per token. The weight bytes
+ * are computed from the model's tensor table: every matrix of every layer,
+ * the output matrix and one embedding row (the file size would add the
+ * embedding table, read one row at a time, and the tokenizer).
+ * Writes bench.md and bench.json to --out and prints the table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "qwen3.h"
+#include "tokenizer.h"
+#include "util.h"
+
+#define MAX_LIST 16
+
+typedef struct {
+    const char *build, *models, *out;
+    char *chapters[MAX_LIST], *types[MAX_LIST], *backends[MAX_LIST];
+    int n_chapters, n_types, n_backends;
+    int threads, tokens, recompute_tokens, prompt_tokens;
+} Options;
+
+typedef struct {
+    char chapter[32], type[16], backend[16];
+    int threads, new_tokens, prompt_tokens;
+    double weight_mb, prefill_tps, decode_tps, decode_ms, gbps, limit_tps, share;
+    bool ok;
+} Row;
+
+/* Splits a space-separated list into out (the strings are leaked: a tool). */
+static int split(const char *s, char **out) {
+    int n = 0;
+    char *copy = xstrdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, " ,", &save); t && n < MAX_LIST; t = strtok_r(NULL, " ,", &save)) out[n++] = t;
+    return n;
+}
+
+/* Runs a shell command and returns its whole stdout (NULL if it failed). */
+static char *run(const char *cmd, size_t *len) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return NULL;
+    Buf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf_append(&b, chunk, n);
+    int rc = pclose(p);
+    if (rc != 0) {
+        buf_free(&b);
+        return NULL;
+    }
+    buf_append(&b, "", 1);
+    *len = b.len - 1;
+    return b.data;
+}
+
+static JsonValue *run_json(const char *cmd) {
+    size_t len;
+    char *text = run(cmd, &len), err[ERR_MAX];
+    if (!text) return NULL;
+    JsonValue *v = json_parse(text, len, err);
+    if (!v) fprintf(stderr, "bench: %s: %s\n", cmd, err);
+    free(text);
+    return v;
+}
+
+static double num(const JsonValue *obj, const char *key) {
+    const JsonValue *v = obj ? json_get(obj, key) : NULL;
+    return v && v->type == JSON_NUMBER ? v->number : 0;
+}
+
+/* A prompt that encodes to exactly n tokens: the first k tokens of a long
+ * text, decoded back to bytes, for the k that re-encodes to n. */
+static int write_prompt(const char *model, int n, const char *path) {
+    static const char *para =
+        "Once upon a time, a little fox lived at the edge of a quiet forest. Every morning she walked "
+        "down to the river to drink and to watch the boats go by. One day a storm came over the hills, "
+        "the river rose fast, and the fox helped a family of ducks find a dry place under the old bridge. ";
+    char err[ERR_MAX];
+    GgufFile g;
+    if (gguf_open(&g, model, err) != 0) {
+        fprintf(stderr, "bench: %s\n", err);
+        return -1;
+    }
+    Tokenizer *tok = tokenizer_load(&g, err);
+    if (!tok) {
+        fprintf(stderr, "bench: %s: %s\n", model, err);
+        gguf_close(&g);
+        return -1;
+    }
+    Buf text = {0};
+    for (int i = 0; i < 40; i++) buf_puts(&text, para);
+    int32_t *ids = NULL;
+    int n_ids = 0, rc = -1;
+    tokenizer_encode(tok, text.data, text.len, false, &ids, &n_ids, err);
+    for (int k = n; k <= n + 8 && k <= n_ids && rc != 0; k++) {
+        char *s = tokenizer_decode(tok, ids, k, false, NULL);
+        int32_t *again = NULL;
+        int m = 0;
+        if (s && tokenizer_encode(tok, s, strlen(s), false, &again, &m, err) == 0 && m == n) {
+            FILE *f = fopen(path, "wb");
+            if (f && fwrite(s, 1, strlen(s), f) == strlen(s)) rc = 0;
+            if (f) fclose(f);
+        }
+        free(again);
+        free(s);
+    }
+    if (rc != 0) fprintf(stderr, "bench: could not make a prompt of exactly %d tokens\n", n);
+    free(ids);
+    buf_free(&text);
+    tokenizer_free(tok);
+    gguf_close(&g);
+    return rc;
+}
+
+/* True if the chapter's model-generate knows --kv. */
+static bool has_kv(const Options *o, const char *chapter) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/%s/model-generate --help 2>&1", o->build, chapter);
+    size_t len;
+    char *help = run(cmd, &len);
+    bool yes = help && strstr(help, "--kv");
+    free(help);
+    return yes;
+}
+
+/* Mean of the decode forwards, in ms. */
+static double decode_ms(const JsonValue *res) {
+    const JsonValue *steps = json_get(res, "steps");
+    double sum = 0;
+    int n = 0;
+    for (size_t i = 0; steps && i < steps->n_items; i++) {
+        const JsonValue *ph = json_get(&steps->items[i], "phase");
+        if (ph && ph->type == JSON_STRING && strcmp(ph->string, "decode") == 0) {
+            sum += num(&steps->items[i], "ms");
+            n++;
+        }
+    }
+    return n ? sum / n : 0;
+}
+
+static void measure(const Options *o, Row *r, const char *model, const char *prompt, bool kv) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "%s/%s/model-generate --json --ignore-eos --prompt-file %s --backend %s --threads %d %s %s %d", o->build,
+             r->chapter, prompt, r->backend, r->threads, kv ? "--kv basic" : "", model, r->new_tokens);
+    fprintf(stderr, "bench: %s\n", cmd);
+    JsonValue *res = run_json(cmd);
+    if (!res) {
+        fprintf(stderr, "bench: the run failed\n");
+        return;
+    }
+    const JsonValue *pt = json_get(res, "prompt_tokens");
+    r->prompt_tokens = pt ? (int)pt->n_items : 0;
+    double ttft = num(res, "ttft_ms");
+    r->prefill_tps = ttft > 0 ? r->prompt_tokens / (ttft / 1000) : 0;
+    r->decode_tps = num(res, "decode_tokens_per_s");
+    r->decode_ms = decode_ms(res);
+    r->limit_tps = r->gbps * 1e9 / (r->weight_mb * 1e6);
+    r->share = r->limit_tps > 0 ? r->decode_tps / r->limit_tps : 0;
+    r->ok = true;
+    json_free(res);
+}
+
+static void print_table(FILE *f, const Row *rows, int n, const Options *o, double gb1, double gbn, int nt) {
+    fprintf(f, "# Benchmark: Qwen3-0.6B shapes, %d-token prompt\n\n", o->prompt_tokens);
+    fprintf(f, "Read bandwidth (tools/membw, best of 5): %.1f GB/s with 1 thread, %.1f GB/s with %d threads.\n", gb1, gbn,
+            nt);
+    fprintf(f, "Weight MB = bytes read per token, computed from the tensor table (all layer matrices, the output\n"
+               "matrix, one embedding row). Limit = bandwidth / weight bytes; share = decode / limit.\n"
+               "Chapters without a KV cache recompute the whole sequence for every token: they run %d new tokens\n"
+               "instead of %d, and their decode figures are full-sequence forwards.\n\n",
+            o->recompute_tokens, o->tokens);
+    fprintf(f, "| chapter | type | backend | threads | new tokens | weight MB | prefill tok/s | decode tok/s | "
+               "decode ms/token | limit tok/s | share of limit |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        if (!r->ok) {
+            fprintf(f, "| %s | %s | %s | %d | %d | %.0f | failed | | | | |\n", r->chapter, r->type, r->backend, r->threads,
+                    r->new_tokens, r->weight_mb);
+            continue;
+        }
+        fprintf(f, "| %s | %s | %s | %d | %d | %.0f | %.1f | %.2f | %.1f | %.1f | %.0f %% |\n", r->chapter, r->type,
+                r->backend, r->threads, r->new_tokens, r->weight_mb, r->prefill_tps, r->decode_tps, r->decode_ms,
+                r->limit_tps, 100 * r->share);
+    }
+}
+
+static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt) {
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fprintf(f, "{\"membw_gbps_1\":%.2f,\"membw_gbps_n\":%.2f,\"membw_threads\":%d,\"rows\":[\n", gb1, gbn, nt);
+    for (int i = 0; i < n; i++) {
+        const Row *r = &rows[i];
+        fprintf(f,
+                "%s{\"chapter\":\"%s\",\"type\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"new_tokens\":%d,"
+                "\"prompt_tokens\":%d,\"ok\":%s,\"weight_mb\":%.1f,\"prefill_tokens_per_s\":%.2f,"
+                "\"decode_tokens_per_s\":%.3f,\"decode_ms\":%.2f,\"membw_gbps\":%.2f,\"limit_tokens_per_s\":%.2f,"
+                "\"share_of_limit\":%.4f}\n",
+                i ? "," : "", r->chapter, r->type, r->backend, r->threads, r->new_tokens, r->prompt_tokens,
+                r->ok ? "true" : "false", r->weight_mb, r->prefill_tps, r->decode_tps, r->decode_ms, r->gbps, r->limit_tps,
+                r->share);
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: bench [--build DIR] [--models DIR] [--out DIR] [--chapters LIST] [--types LIST]\n"
+                    "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
+                    "             [--prompt-tokens N]\n");
+    return 2;
+}
+
+static int parse(Options *o, int argc, char **argv) {
+    *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
+                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128};
+    o->n_chapters = split("II.1 II.2", o->chapters);
+    o->n_types = split("f32 f16 bf16 q8_0 q4_0", o->types);
+    o->n_backends = split("simd parallel", o->backends);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return -1;
+        i++;
+        if (strcmp(a, "--build") == 0) o->build = v;
+        else if (strcmp(a, "--models") == 0) o->models = v;
+        else if (strcmp(a, "--out") == 0) o->out = v;
+        else if (strcmp(a, "--chapters") == 0) o->n_chapters = split(v, o->chapters);
+        else if (strcmp(a, "--types") == 0) o->n_types = split(v, o->types);
+        else if (strcmp(a, "--backends") == 0) o->n_backends = split(v, o->backends);
+        else if (strcmp(a, "--threads") == 0) o->threads = atoi(v);
+        else if (strcmp(a, "--tokens") == 0) o->tokens = atoi(v);
+        else if (strcmp(a, "--recompute-tokens") == 0) o->recompute_tokens = atoi(v);
+        else if (strcmp(a, "--prompt-tokens") == 0) o->prompt_tokens = atoi(v);
+        else return -1;
+    }
+    if (o->threads <= 0) o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return o->tokens > 1 && o->recompute_tokens > 1 && o->prompt_tokens > 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    if (parse(&o, argc, argv) != 0) return usage();
+    char cmd[1024], path[1024], prompt[1024];
+    snprintf(cmd, sizeof cmd, "%s/tools/membw --json --threads %d", o.build, o.threads);
+    JsonValue *bw = run_json(cmd);
+    if (!bw) {
+        fprintf(stderr, "bench: %s failed\n", cmd);
+        return 1;
+    }
+    double gb1 = num(bw, "gbps_1"), gbn = num(bw, "gbps_n");
+    json_free(bw);
+    fprintf(stderr, "bench: read bandwidth %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", gb1, gbn, o.threads);
+
+    snprintf(prompt, sizeof prompt, "%s/prompt-%d.txt", o.out, o.prompt_tokens);
+    snprintf(path, sizeof path, "%s/qwen3-0.6b-%s.gguf", o.models, o.types[0]);
+    if (write_prompt(path, o.prompt_tokens, prompt) != 0) return 1;
+
+    Row *rows = xcalloc((size_t)(o.n_chapters * o.n_types * o.n_backends), sizeof *rows);
+    int n = 0;
+    for (int t = 0; t < o.n_types; t++) {
+        snprintf(path, sizeof path, "%s/qwen3-0.6b-%s.gguf", o.models, o.types[t]);
+        Qwen3Model m;
+        char err[ERR_MAX];
+        if (qwen3_load(&m, path, err) != 0) {
+            fprintf(stderr, "bench: %s\n", err);
+            return 1;
+        }
+        double mb = m.weight_bytes / 1e6;
+        qwen3_free(&m);
+        for (int c = 0; c < o.n_chapters; c++) {
+            bool kv = has_kv(&o, o.chapters[c]);
+            for (int b = 0; b < o.n_backends; b++) {
+                Row *r = &rows[n++];
+                snprintf(r->chapter, sizeof r->chapter, "%s", o.chapters[c]);
+                snprintf(r->type, sizeof r->type, "%s", o.types[t]);
+                snprintf(r->backend, sizeof r->backend, "%s", o.backends[b]);
+                r->threads = strcmp(r->backend, "parallel") == 0 ? o.threads : 1;
+                r->new_tokens = kv ? o.tokens : o.recompute_tokens;
+                r->weight_mb = mb;
+                r->gbps = r->threads == 1 ? gb1 : gbn;
+                measure(&o, r, path, prompt, kv);
+            }
+        }
+    }
+    print_table(stdout, rows, n, &o, gb1, gbn, o.threads);
+    snprintf(path, sizeof path, "%s/bench.md", o.out);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        print_table(f, rows, n, &o, gb1, gbn, o.threads);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/bench.json", o.out);
+    write_json(path, rows, n, gb1, gbn, o.threads);
+    fprintf(stderr, "bench: wrote %s/bench.md and %s/bench.json\n", o.out, o.out);
+    free(rows);
+    return 0;
+}
