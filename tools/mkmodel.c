@@ -983,6 +983,11 @@ static bool use_more_bits(int layer, int n_layers) {
 
 static DType spec_type(const Options *o, const Spec *t) {
     if (t->n_dims == 1) return DT_F32; /* norms are F32 in every file type */
+    bool is_output = t->kind == K_OUTPUT || (t->kind == K_EMBD && !o->untied);
+    /* As llama-quantize does for Q4_0 files: the output matrix (the tied
+     * embedding when there is none) gets Q6_K, or Q8_0 when rows are not a
+     * multiple of 256. */
+    if (o->type->base == DT_Q4_0 && is_output) return t->ne[0] % QK_K == 0 ? DT_Q6_K : DT_Q8_0;
     if (!o->type->k_mix) return o->type->base;
     if (t->kind == K_OUTPUT || (t->kind == K_EMBD && !o->untied)) return DT_Q6_K;
     if ((t->kind == K_V || t->kind == K_DOWN) && use_more_bits(t->layer, o->shape.layers)) return DT_Q6_K;
