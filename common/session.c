@@ -164,3 +164,22 @@ void session_finish(Session *s) {
            s->model.cfg.n_layers, s->model.cfg.dim, s->model.cfg.vocab_size, s->model.weight_bytes / 1e6);
     printf("backend             %s, %d thread%s\n", s->be->name, s->be->n_threads, s->be->n_threads == 1 ? "" : "s");
 }
+
+int session_main(int argc, char **argv, const char *const *kv_modes, void (*generate)(Session *s)) {
+    Session s;
+    char err[ERR_MAX];
+    int rc = session_open(&s, argc, argv, kv_modes, err);
+    if (rc == 1) {
+        cli_usage(stdout, "model-generate", kv_modes);
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "model-generate: %s\n", err);
+        return 1;
+    }
+    generate(&s);
+    session_finish(&s);
+    bool failed = s.stop_reason && strcmp(s.stop_reason, "error") == 0;
+    session_close(&s);
+    return failed ? 1 : 0;
+}

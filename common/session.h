@@ -48,4 +48,8 @@ bool session_has_room(Session *s);
 /* Flushes the text and prints the table and metrics (or the JSON object). */
 void session_finish(Session *s);
 
+/* The whole of a chapter's model-generate: open the session (or print --help),
+ * run the chapter's generation loop, print the results. Returns the exit code. */
+int session_main(int argc, char **argv, const char *const *kv_modes, void (*generate)(Session *s));
+
 #endif
