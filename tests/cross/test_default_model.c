@@ -1,0 +1,55 @@
+/* The embedded default model: it loads in every chapter, and its greedy
+ * continuations of a few prompts are the recorded golden ones, through every
+ * chapter and cache mode, on the scalar and the default backend. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "run.h"
+#include "util.h"
+
+#define MODEL "models/default.gguf"
+#define N_TOKENS 48
+#define VOCAB 1285
+
+static int read_ids(const char *path, int32_t *ids, int max) {
+    size_t len;
+    char err[ERR_MAX];
+    char *s = file_read_all(path, &len, err);
+    if (!s) {
+        test_fail(__FILE__, __LINE__, "%s", err);
+        return -1;
+    }
+    int n = 0;
+    for (char *p = s; *p && n < max;) {
+        if (*p >= '0' && *p <= '9') ids[n++] = (int32_t)strtol(p, &p, 10);
+        else p++;
+    }
+    free(s);
+    return n;
+}
+
+static void check_golden(const char *backend_flags) {
+    RunMode modes[16];
+    int nm = run_modes(modes, 16);
+    for (int p = 1; p <= 3; p++) {
+        char prompt[256], ids_path[256];
+        snprintf(prompt, sizeof prompt, "tests/golden/default/p%d.txt", p);
+        snprintf(ids_path, sizeof ids_path, "tests/golden/default/p%d.ids", p);
+        int32_t want[N_TOKENS];
+        int n_want = read_ids(ids_path, want, N_TOKENS);
+        if (n_want != N_TOKENS) return;
+        for (int m = 0; m < nm; m++) {
+            RunResult r;
+            if (!run_generate(&modes[m], backend_flags, MODEL, prompt, N_TOKENS, VOCAB, &r)) continue;
+            CHECK_MSG(r.n_generated == N_TOKENS && memcmp(r.generated, want, sizeof want) == 0,
+                      "%s %s %s: prompt %d: the continuation differs from the golden one: \"%s\"", modes[m].chapter,
+                      modes[m].flags, backend_flags, p, r.text);
+            run_free(&r);
+        }
+    }
+}
+
+TEST(default_model_golden_scalar) { check_golden("--backend scalar"); }
+TEST(default_model_golden_default_backend) { check_golden(""); }
