@@ -357,9 +357,13 @@ INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {
 #if SIMD_512
     /* blocks r, r + 1 of half h: ql bytes 64h..64h+63, one nibble; qh shifted by 2r and 2r + 2 */
     __m512i lo = _mm512_loadu_si512((const void *)(sb + 64 * h));
-    lo = _mm512_and_si512(_mm512_srl_epi16(lo, _mm_cvtsi32_si128(r < 2 ? 0 : 4)), _mm512_set1_epi8(0x0F));
+    if (r >= 2) lo = _mm512_srli_epi16(lo, 4);
+    lo = _mm512_and_si512(lo, _mm512_set1_epi8(0x0F));
     __m512i hi = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h)));
-    __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * r)), _mm256_set1_epi16((short)(2 * r + 2)), 1);
+    /* bits 2r, 2r + 1 for the lower block, 2r + 2, 2r + 3 for the upper one */
+    __m512i shift = r < 2 ? _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002, 0x0002000200020002, 0x0002000200020002)
+                          : _mm512_setr_epi64(0x0004000400040004, 0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
+                                              0x0006000600060006, 0x0006000600060006, 0x0006000600060006, 0x0006000600060006);
     hi = _mm512_and_si512(_mm512_srlv_epi16(hi, shift), _mm512_set1_epi8(3));
     o->u = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
     /* the chunk's 4 scales sc[2b..2b+3], each spread over 4 lanes */
@@ -392,8 +396,13 @@ INLINE void K(decode_q4_k)(const uint8_t *row, int c, K(WChunk) *o) {
     int sc1, mn1;
     simd_scale_min_k4(b + 1, sb + 4, &sc1, &mn1);
     o->u = K(join)(lo, hi);
-    o->scale = K(join_scale)(d * (float)sc0, d * (float)sc1);
-    o->min = K(join_scale)(dmin * (float)mn0, dmin * (float)mn1);
+    /* [d sc0, d sc1, dmin mn0, dmin mn1], then each spread over its block's 8 lanes */
+    __m128i four = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(sc0 | sc1 << 8 | mn0 << 16 | mn1 << 24)); /* all 6-bit */
+    __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(four), _mm_setr_ps(d, d, dmin, dmin));
+    o->scale = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                     _mm512_castps128_ps512(f));
+    o->min = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
+                                   _mm512_castps128_ps512(f));
 #else
     o->u = (b & 1) ? hi : lo;
     o->scale = VF_SET1(d * (float)sc0);

@@ -9,6 +9,12 @@
  * sequentially consistent), a worker either is counted or sees the job
  * closed: a late worker never touches a finished job.
  *
+ * On a busy machine the OS may put a worker aside in the middle of a chunk,
+ * and the caller then waits milliseconds for work of microseconds. When a
+ * wait is out of all proportion to the job, the pool runs the next jobs on
+ * the calling thread alone (POOL_SOLO_JOBS of them), then tries again: the
+ * results are the same either way, only the speed changes.
+ *
  * Workers learn of a new job from `generation`: they spin on it for a while,
  * then sleep on the condition variable. Sleeping is race-free the same way: a
  * worker counts itself in `sleepers` before re-checking the generation under
@@ -21,6 +27,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -28,6 +35,10 @@
 /* Spins before sleeping: tens of microseconds on current x86 cores, more than
  * the gap between two matmuls of a forward pass, far less than a human. */
 #define POOL_SPINS 20000
+/* A wait longer than this plus twice the caller's own share of the job... */
+#define POOL_STALL_MS 0.2
+/* ...makes the pool run this many jobs on the caller alone (a few tokens). */
+#define POOL_SOLO_JOBS 1000
 
 struct Pool {
     int n_threads;
@@ -41,6 +52,8 @@ struct Pool {
     atomic_uint generation;
     atomic_int sleepers;
     atomic_bool quit;
+    int solo;            /* jobs left to run on the caller alone */
+    bool adaptive;       /* falls back to solo after a stall (POOL_SOLO=0 in the environment: never) */
     pthread_mutex_t mu;
     pthread_cond_t wake;
 };
@@ -100,6 +113,8 @@ static void *worker_main(void *arg) {
 Pool *pool_create(int n_threads) {
     Pool *p = xcalloc(1, sizeof *p);
     p->n_threads = n_threads < 1 ? 1 : n_threads;
+    const char *env = getenv("POOL_SOLO");
+    p->adaptive = !(env && strcmp(env, "0") == 0);
     atomic_init(&p->next, 0);
     atomic_init(&p->open, false);
     atomic_init(&p->busy, 0);
@@ -120,7 +135,8 @@ Pool *pool_create(int n_threads) {
 int pool_threads(const Pool *p) { return p->n_threads; }
 
 void pool_run(Pool *p, PoolFn fn, void *arg, int n_chunks) {
-    if (p->n_threads == 1 || n_chunks <= 1) {
+    if (p->n_threads == 1 || n_chunks <= 1 || p->solo > 0) {
+        if (p->solo > 0) p->solo--;
         for (int i = 0; i < n_chunks; i++) fn(arg, i);
         return;
     }
@@ -135,13 +151,17 @@ void pool_run(Pool *p, PoolFn fn, void *arg, int n_chunks) {
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
+    double t0 = time_now_ms();
     run_chunks(p);
     atomic_store(&p->open, false);
+    if (atomic_load(&p->busy) == 0) return;
     /* Wait for workers still running a chunk; yield now and then in case one lost its core. */
+    double t1 = time_now_ms();
     for (long i = 0; atomic_load(&p->busy) > 0; i++) {
         if (i % 256 == 255) sched_yield();
         else cpu_relax();
     }
+    if (p->adaptive && time_now_ms() - t1 > POOL_STALL_MS + 2 * (t1 - t0)) p->solo = POOL_SOLO_JOBS;
 }
 
 void pool_free(Pool *p) {

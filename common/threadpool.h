@@ -11,7 +11,12 @@
  * the operating system has put aside (a busy machine) delays the job by at
  * most the chunk it holds. What a chunk computes is up to fn: the backends
  * make a chunk a range of output columns or heads, never part of one sum, so
- * which thread runs which chunk never changes a result. */
+ * which thread runs which chunk never changes a result.
+ *
+ * On a machine busy with other programs, a worker the OS puts aside in the
+ * middle of a chunk makes the caller wait; after such a stall the pool runs
+ * the next jobs on the caller alone for a while (POOL_SOLO=0 in the
+ * environment turns this off, as the tests do to keep every thread busy). */
 #ifndef THREADPOOL_H
 #define THREADPOOL_H
 

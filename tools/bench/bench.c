@@ -176,8 +176,24 @@ static void measure(const Options *o, Row *r, const char *model, const char *pro
     json_free(res);
 }
 
+/* The 1-minute load average: other programs running skew every figure. */
+static double load_average(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+static double load_before, load_after;
+
 static void print_table(FILE *f, const Row *rows, int n, const Options *o, double gb1, double gbn, int nt) {
     fprintf(f, "# Benchmark: Qwen3-0.6B shapes, %d-token prompt\n\n", o->prompt_tokens);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    fprintf(f, "Load average %.2f before and %.2f after, on %ld cores%s\n", load_before, load_after, cores,
+            load_before > 0.5 || load_after > cores + 0.5 ? ": other programs were running, the figures are low" : ".");
     fprintf(f, "Read bandwidth (tools/membw, best of 5): %.1f GB/s with 1 thread, %.1f GB/s with %d threads.\n", gb1, gbn,
             nt);
     fprintf(f, "Weight MB = bytes read per token, computed from the tensor table (all layer matrices, the output\n"
@@ -204,7 +220,8 @@ static void print_table(FILE *f, const Row *rows, int n, const Options *o, doubl
 static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt) {
     FILE *f = fopen(path, "w");
     if (!f) return;
-    fprintf(f, "{\"membw_gbps_1\":%.2f,\"membw_gbps_n\":%.2f,\"membw_threads\":%d,\"rows\":[\n", gb1, gbn, nt);
+    fprintf(f, "{\"load_before\":%.2f,\"load_after\":%.2f,\"membw_gbps_1\":%.2f,\"membw_gbps_n\":%.2f,"
+               "\"membw_threads\":%d,\"rows\":[\n", load_before, load_after, gb1, gbn, nt);
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
         fprintf(f,
@@ -257,6 +274,7 @@ int main(int argc, char **argv) {
     Options o;
     if (parse(&o, argc, argv) != 0) return usage();
     char cmd[1024], path[1024], prompt[1024];
+    load_before = load_average();
     snprintf(cmd, sizeof cmd, "%s/tools/membw --json --threads %d", o.build, o.threads);
     JsonValue *bw = run_json(cmd);
     if (!bw) {
@@ -298,6 +316,7 @@ int main(int argc, char **argv) {
             }
         }
     }
+    load_after = load_average();
     print_table(stdout, rows, n, &o, gb1, gbn, o.threads);
     snprintf(path, sizeof path, "%s/bench.md", o.out);
     FILE *f = fopen(path, "w");
