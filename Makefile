@@ -133,7 +133,7 @@ memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(BUILD)/models/tiny-f32.gguf $(
 	    $(VALGRIND) $(BUILD)/$$c/model-generate $${kv:+--kv $$kv} --quiet --backend scalar $(BUILD)/models/tiny-f32.gguf "Hello, world" 6 >/dev/null; \
 	    $(VALGRIND) $(BUILD)/$$c/model-generate $${kv:+--kv $$kv} --quiet --threads 2 $(BUILD)/models/tiny-q8_0.gguf "Hello, world" 6 >/dev/null; \
 	  done; done
-	$(VALGRIND) $(BUILD)/tests/common gguf tokenizer json unicode chat cli > /dev/null
+	$(VALGRIND) $(BUILD)/tests/common gguf tokenizer json unicode chat cli qwen3 > /dev/null
 	@echo "memcheck: no errors"
 
 help:
