@@ -125,7 +125,7 @@ run: check-chapter
 # A short run of every chapter (each cache mode) and of the parsers' tests
 # under valgrind: no invalid access, no leak.
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
-memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(BUILD)/models/tiny-f32.gguf $(BUILD)/models/tiny-q8_0.gguf
+memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(TEST_MODELS)
 	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
 	@set -e; for c in $(CHAPTERS); do \
 	  for kv in "" $$($(BUILD)/$$c/model-generate --help | sed -n 's/.*modes://p' | sed 's/(default)//'); do \
