@@ -212,6 +212,23 @@ static double load_average(void) {
 
 static double load_before, load_after;
 
+/* What each chapter buys: its decode tokens/s over the first chapter's, same
+ * type and backend, measured in this run. */
+static void print_ratios(FILE *f, const Row *rows, int n) {
+    fprintf(f, "\nDecode speed-up over %s (same type and backend, this run):\n\n", n ? rows[0].chapter : "-");
+    fprintf(f, "| type | backend | chapter | decode tok/s | x %s |\n|---|---|---|---|---|\n", n ? rows[0].chapter : "-");
+    for (int i = 0; i < n; i++) {
+        const Row *base = NULL;
+        for (int j = 0; j < n && !base; j++)
+            if (strcmp(rows[j].chapter, rows[0].chapter) == 0 && strcmp(rows[j].type, rows[i].type) == 0 &&
+                strcmp(rows[j].backend, rows[i].backend) == 0 && rows[j].ok)
+                base = &rows[j];
+        if (!rows[i].ok || !base || base == &rows[i] || base->decode_tps <= 0) continue;
+        fprintf(f, "| %s | %s | %s | %.2f | %.1f |\n", rows[i].type, rows[i].backend, rows[i].chapter,
+                rows[i].decode_tps, rows[i].decode_tps / base->decode_tps);
+    }
+}
+
 static void print_table(FILE *f, const Row *rows, int n, const Options *o, double gb1, double gbn, int nt) {
     fprintf(f, "# Benchmark: Qwen3-0.6B shapes, %d-token prompt\n\n", o->prompt_tokens);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -246,6 +263,7 @@ static void print_table(FILE *f, const Row *rows, int n, const Options *o, doubl
                 r->chapter, r->type, r->backend, r->threads, r->new_tokens, r->weight_mb, r->prefill_tps, warm,
                 r->decode_tps, r->decode_ms, r->limit_tps, 100 * r->share, r->best_ms, 100 * best_share);
     }
+    print_ratios(f, rows, n);
 }
 
 static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt) {
