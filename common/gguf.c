@@ -64,7 +64,7 @@ static bool cur_str(Cursor *c, GgufStr *out, const char *what) {
     return true;
 }
 
-static int scalar_size(GgufType t) {
+int gguf_type_size(GgufType t) {
     switch (t) {
     case GGUF_UINT8: case GGUF_INT8: case GGUF_BOOL: return 1;
     case GGUF_UINT16: case GGUF_INT16: return 2;
@@ -125,7 +125,7 @@ static bool parse_array(Cursor *c, GgufKv *kv, const char *key) {
         }
         return true;
     }
-    int sz = scalar_size((GgufType)et);
+    int sz = gguf_type_size((GgufType)et);
     if (sz == 0) {
         err_set(c->err, "key '%s': array of unsupported element type %u (%s)", key, et,
                 gguf_type_name((GgufType)et));
@@ -154,7 +154,7 @@ static bool parse_kv(Cursor *c, GgufKv *kv, uint64_t index) {
         if (!cur_str(c, &kv->v.s, "string value")) return false;
         return true;
     }
-    int sz = scalar_size(kv->type);
+    int sz = gguf_type_size(kv->type);
     if (sz == 0) {
         err_set(c->err, "key '%s' has unknown value type %u", key, t);
         return false;
@@ -511,7 +511,7 @@ int gguf_get_str_arr(const GgufFile *g, const char *key, GgufStr **out, uint64_t
 
 int64_t gguf_arr_int(const GgufKv *kv, uint64_t i) {
     GgufKv tmp;
-    int sz = scalar_size(kv->arr_type);
+    int sz = gguf_type_size(kv->arr_type);
     load_scalar(&tmp, kv->arr_type, kv->arr_data + i * (uint64_t)sz);
     return is_signed(kv->arr_type) ? tmp.v.i : (int64_t)tmp.v.u;
 }

@@ -70,6 +70,8 @@ int gguf_parse(GgufFile *g, const void *data, size_t size, char *err);
 void gguf_close(GgufFile *g);
 
 const char *gguf_type_name(GgufType t);
+/* Bytes of one scalar value of type t; 0 for STRING, ARRAY and unknown types. */
+int gguf_type_size(GgufType t);
 
 const GgufKv *gguf_find(const GgufFile *g, const char *key);
 bool gguf_str_eq(GgufStr s, const char *c);

@@ -53,16 +53,6 @@ static void put_str(Buf *b, const char *s) {
     buf_append(b, s, n);
 }
 
-static int scalar_bytes(GgufType t) {
-    switch (t) {
-    case GGUF_UINT8: case GGUF_INT8: case GGUF_BOOL: return 1;
-    case GGUF_UINT16: case GGUF_INT16: return 2;
-    case GGUF_UINT32: case GGUF_INT32: case GGUF_FLOAT32: return 4;
-    case GGUF_UINT64: case GGUF_INT64: case GGUF_FLOAT64: return 8;
-    default: return 0;
-    }
-}
-
 /* Starts a record: checks the key is new, writes it and the value type. */
 static void begin_kv(GgufWriter *w, const char *key, GgufType type) {
     for (uint64_t i = 0; i < w->n_kv; i++) {
@@ -83,7 +73,7 @@ static void begin_kv(GgufWriter *w, const char *key, GgufType type) {
 
 static void add_scalar(GgufWriter *w, const char *key, GgufType t, const void *v) {
     begin_kv(w, key, t);
-    buf_append(&w->kv, v, (size_t)scalar_bytes(t));
+    buf_append(&w->kv, v, (size_t)gguf_type_size(t));
 }
 
 void gw_add_u8(GgufWriter *w, const char *key, uint8_t v) { add_scalar(w, key, GGUF_UINT8, &v); }
@@ -108,7 +98,7 @@ void gw_add_str(GgufWriter *w, const char *key, const char *v) {
 }
 
 void gw_add_arr(GgufWriter *w, const char *key, GgufType elem, const void *data, uint64_t n) {
-    int size = scalar_bytes(elem);
+    int size = gguf_type_size(elem);
     if (size == 0) {
         fprintf(stderr, "gguf_writer: %s: gw_add_arr takes numeric elements only\n", key);
         exit(70);

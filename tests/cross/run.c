@@ -150,3 +150,20 @@ void run_free(RunResult *r) {
     free(r->stdout_text);
     memset(r, 0, sizeof *r);
 }
+
+int read_id_file(const char *path, int32_t *ids, int max) {
+    size_t len;
+    char err[ERR_MAX];
+    char *s = file_read_all(path, &len, err);
+    if (!s) {
+        test_fail(__FILE__, __LINE__, "%s", err);
+        return -1;
+    }
+    int n = 0;
+    for (char *p = s; *p && n < max;) {
+        if (*p >= '0' && *p <= '9') ids[n++] = (int32_t)strtol(p, &p, 10);
+        else p++;
+    }
+    free(s);
+    return n;
+}

@@ -35,5 +35,7 @@ bool run_generate(const RunMode *mode, const char *extra, const char *model, con
 /* Runs a shell command line, capturing stdout+stderr; returns the exit code. */
 int run_capture(const char *cmd, char **output);
 void run_free(RunResult *r);
+/* Reads every integer of a text file (token ids); -1 with a test failure if unreadable. */
+int read_id_file(const char *path, int32_t *ids, int max);
 
 #endif

@@ -13,20 +13,6 @@
 
 static const char *PROMPTS[] = {"p1_plain", "p2_chatml", "p3_unicode_digits", "p4_code", "p5_chat_think", "p6_repeat"};
 
-static int read_id_list(const char *path, int32_t *ids, int max) {
-    size_t len;
-    char err[ERR_MAX];
-    char *s = file_read_all(path, &len, err);
-    if (!s) return -1;
-    int n = 0;
-    for (char *p = s; *p && n < max;) {
-        if (*p >= '0' && *p <= '9') ids[n++] = (int32_t)strtol(p, &p, 10);
-        else p++;
-    }
-    free(s);
-    return n;
-}
-
 typedef struct {
     int32_t generated[64];
     int n_generated;
@@ -74,7 +60,7 @@ static void check_model(const char *name, double logit_tol) {
         char path[1024];
         int32_t want_prompt[4096];
         snprintf(path, sizeof path, "%s/%s.tokenize.txt", gdir, PROMPTS[p]);
-        int n_want = read_id_list(path, want_prompt, 4096);
+        int n_want = read_id_file(path, want_prompt, 4096);
         char prompt_file[1024];
         snprintf(prompt_file, sizeof prompt_file, "%s/reference/golden/prompts/%s.txt", shared, PROMPTS[p]);
         for (int m = 0; m < nm; m++) {

@@ -13,23 +13,6 @@
 #define N_TOKENS 48
 #define VOCAB 1285
 
-static int read_ids(const char *path, int32_t *ids, int max) {
-    size_t len;
-    char err[ERR_MAX];
-    char *s = file_read_all(path, &len, err);
-    if (!s) {
-        test_fail(__FILE__, __LINE__, "%s", err);
-        return -1;
-    }
-    int n = 0;
-    for (char *p = s; *p && n < max;) {
-        if (*p >= '0' && *p <= '9') ids[n++] = (int32_t)strtol(p, &p, 10);
-        else p++;
-    }
-    free(s);
-    return n;
-}
-
 static void check_golden(const char *backend_flags) {
     RunMode modes[16];
     int nm = run_modes(modes, 16);
@@ -38,7 +21,7 @@ static void check_golden(const char *backend_flags) {
         snprintf(prompt, sizeof prompt, "tests/golden/default/p%d.txt", p);
         snprintf(ids_path, sizeof ids_path, "tests/golden/default/p%d.ids", p);
         int32_t want[N_TOKENS];
-        int n_want = read_ids(ids_path, want, N_TOKENS);
+        int n_want = read_id_file(ids_path, want, N_TOKENS);
         if (n_want != N_TOKENS) return;
         for (int m = 0; m < nm; m++) {
             RunResult r;
