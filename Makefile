@@ -119,7 +119,7 @@ build: check-chapter
 	@$(MAKE) --no-print-directory build-$(chapter)
 
 run: check-chapter
-	@$(MAKE) --no-print-directory build-$(chapter) $(DEFAULT_MODEL)
+	@$(MAKE) -s --no-print-directory build-$(chapter) $(DEFAULT_MODEL)
 	$(BUILD)/$(chapter)/model-generate $(ARGS) $(MODEL) "$(PROMPT)" $(N)
 
 # A short run of every chapter (each cache mode) and of the parsers' tests
