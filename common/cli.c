@@ -18,7 +18,8 @@ void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
     fprintf(f, "Greedy generation with timing: per-step events and the metrics block.\n\n");
     fprintf(f, "options:\n");
     if (kv_modes) {
-        fprintf(f, "  --kv [MODE]        use a KV cache: prefill once, then decode one token per forward;\n");
+        fprintf(f, "  --kv [MODE]        (or --kv=MODE) use a KV cache: prefill once, then decode\n");
+        fprintf(f, "                     one token per forward;\n");
         fprintf(f, "                     modes:");
         for (int i = 0; kv_modes[i]; i++) fprintf(f, " %s%s", kv_modes[i], i == 0 ? " (default)" : "");
         fprintf(f, "\n                     without --kv every step recomputes the whole sequence\n");
@@ -59,9 +60,7 @@ static int take_kv(GenOptions *o, int argc, char **argv, int *i, const char *con
     const char *v = NULL;
     if (strncmp(a, "--kv=", 5) == 0) v = a + 5;
     else if (*i + 1 < argc && is_mode(argv[*i + 1], modes)) v = argv[++*i];
-    else if (*i + 1 < argc && argv[*i + 1][0] != '-' && !strchr(argv[*i + 1], '.') &&
-             !strchr(argv[*i + 1], '/')) v = argv[++*i]; /* looks like a mode name, not a file */
-    else v = modes[0];
+    else v = modes[0]; /* a bare --kv: the next word is the model or prompt, not a mode */
     if (!is_mode(v, modes)) {
         Buf b = {0};
         for (int k = 0; modes[k]; k++) buf_printf(&b, "%s%s", k ? ", " : "", modes[k]);
@@ -97,6 +96,10 @@ int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes,
         } else if (strcmp(a, "--threads") == 0) {
             if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--threads", 1, &o->threads, err))
                 return -1;
+            if (o->threads > 1024) {
+                err_set(err, "--threads %d is more than 1024", o->threads);
+                return -1;
+            }
         } else if (strcmp(a, "--ctx") == 0) {
             if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--ctx", 1, &o->ctx, err)) return -1;
         } else if (strcmp(a, "--prompt-file") == 0) {

@@ -36,12 +36,12 @@ void rope_neox(float *x, int n_heads, int head_dim, int pos, float theta_base) {
     }
 }
 
-void silu_mul(float *a, const float *b, int n) {
-    for (int i = 0; i < n; i++) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+void silu_mul(float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
 }
 
-void add_inplace(float *y, const float *x, int n) {
-    for (int i = 0; i < n; i++) y[i] += x[i];
+void add_inplace(float *y, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] += x[i];
 }
 
 void embed_row(float *out, const Tensor *table, int32_t id) {

@@ -4,6 +4,7 @@
 #ifndef OPS_H
 #define OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tensor.h"
@@ -15,9 +16,9 @@ void rmsnorm_heads(float *x, const float *w, int n_heads, int head_dim, float ep
 /* NEOX RoPE on n_heads vectors of head_dim at position pos: pairs (i, i + head_dim/2). */
 void rope_neox(float *x, int n_heads, int head_dim, int pos, float theta_base);
 /* a[n] = silu(a[n]) * b[n] */
-void silu_mul(float *a, const float *b, int n);
+void silu_mul(float *a, const float *b, size_t n);
 /* y[n] += x[n] */
-void add_inplace(float *y, const float *x, int n);
+void add_inplace(float *y, const float *x, size_t n);
 /* out[dim] = row `id` of the embedding table, dequantized. */
 void embed_row(float *out, const Tensor *table, int32_t id);
 /* Index of the largest logit; *prob gets its softmax probability if prob != NULL. */

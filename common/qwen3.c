@@ -61,8 +61,18 @@ static int load_config(const GgufFile *g, Qwen3Config *c, char *err) {
         err_set(err, "rope.freq_base and layer_norm_rms_epsilon must be positive");
         return -1;
     }
-    c->q_dim = c->n_heads * c->head_dim;
-    c->kv_dim = c->n_kv_heads * c->head_dim;
+    /* Limits far beyond any real model, checked in 64 bits so that no product
+     * below can wrap around and slip past the tensor shape checks. */
+    int64_t q_dim = (int64_t)c->n_heads * c->head_dim, kv_dim = (int64_t)c->n_kv_heads * c->head_dim;
+    if (c->dim > (1 << 20) || c->ffn_dim > (1 << 22) || q_dim > (1 << 20) || kv_dim > (1 << 20) ||
+        c->n_layers > 4096) {
+        err_set(err, "implausible shape: %d layers, dim %d, ffn %d, %d x %d query and %d key/value head dims",
+                c->n_layers, c->dim, c->ffn_dim, c->n_heads, c->head_dim, c->n_kv_heads);
+        return -1;
+    }
+    if (c->ctx_len > (1 << 24)) c->ctx_len = 1 << 24; /* 16M positions: more than any cache would hold */
+    c->q_dim = (int)q_dim;
+    c->kv_dim = (int)kv_dim;
     return 0;
 }
 
@@ -155,6 +165,11 @@ int qwen3_from_gguf(Qwen3Model *m, GgufFile *file, char *err) {
     m->tied = gguf_find_tensor(g, "output.weight") == NULL;
     if (m->tied) m->output = m->tok_embd;
     else if (get_tensor(g, "output.weight", c->dim, c->vocab_size, &m->output, err)) goto fail;
+    if ((uint64_t)c->n_layers * 11 > g->n_tensors) { /* each layer has 11 tensors */
+        err_set(err, "block_count %d needs %d tensors, the file has %llu", c->n_layers, c->n_layers * 11,
+                (unsigned long long)g->n_tensors);
+        goto fail;
+    }
     m->layers = xcalloc((size_t)c->n_layers, sizeof *m->layers);
     for (int l = 0; l < c->n_layers; l++)
         if (load_layer(g, c, l, &m->layers[l], err) != 0) goto fail;

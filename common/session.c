@@ -24,10 +24,10 @@ static int tokenize_prompt(Session *s, char *err) {
     int32_t *ids = NULL;
     int n = 0;
     int rc = tokenizer_encode(s->tok, text, len, !s->opt.no_special, &ids, &n, err);
-    if (rc == 0 && n == 0) err_set(err, "the prompt is empty: there is nothing to generate from");
+    if (rc == 0 && n <= 0) err_set(err, "the prompt is empty: there is nothing to generate from");
     if (rc == 0 && n >= s->ctx)
         err_set(err, "the prompt has %d tokens but the context holds %d: no room to generate", n, s->ctx);
-    if (rc != 0 || n == 0 || n >= s->ctx) {
+    if (rc != 0 || n <= 0 || n >= s->ctx) {
         free(text);
         free(ids);
         return -1;
@@ -89,13 +89,14 @@ void session_close(Session *s) {
 }
 
 static void emit_text(Session *s, const char *bytes, int n) {
-    char out[UTF8_STREAM_OUT_MAX(256)];
+    char *out = xmalloc(UTF8_STREAM_OUT_MAX(n));
     size_t m = utf8_stream_push(&s->stream, bytes, (size_t)n, out);
     buf_append(&s->text, out, m);
     if (!s->opt.quiet && m) {
         fwrite(out, 1, m, stdout);
         fflush(stdout);
     }
+    free(out);
 }
 
 bool session_has_room(Session *s) {
@@ -106,18 +107,21 @@ bool session_has_room(Session *s) {
 
 bool session_push(Session *s, int32_t token, float prob, Phase phase, int rows, double forward_ms,
                   const float *logits) {
-    char piece[256];
-    int n = tokenizer_token_bytes(s->tok, token, false, piece, sizeof piece);
-    if (n < 0) n = 0;
+    int cap = tokenizer_max_token_bytes(s->tok) + 1;
+    char *piece = xmalloc((size_t)cap);
+    int n = tokenizer_token_bytes(s->tok, token, false, piece, cap);
+    if (n < 0) n = 0; /* cannot happen: cap is the longest piece */
     metrics_step(&s->metrics, token, prob, phase, rows, forward_ms, piece, n);
     if (s->logits_file)
         fwrite(logits, sizeof(float), (size_t)s->model.cfg.vocab_size, s->logits_file);
     if (!s->opt.ignore_eos && tokenizer_is_eog(s->tok, token)) {
         s->stop_reason = "end of generation token";
+        free(piece);
         return true;
     }
     s->tokens[s->n_tokens++] = token;
     emit_text(s, piece, n);
+    free(piece);
     if (s->metrics.n_steps >= s->opt.max_new_tokens) {
         s->stop_reason = "max_new_tokens reached";
         return true;

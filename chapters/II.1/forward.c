@@ -39,12 +39,13 @@ static void free_activations(Activations *a) {
 /* EXERCISE attention-block "Causal self-attention over a sequence" 4 points; tests: II1_forward */
 static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
-    for (int i = 0; i < n; i++) rmsnorm(a->xb + i * c->dim, a->x + i * c->dim, L->attn_norm, c->dim, c->norm_eps);
+    for (int i = 0; i < n; i++)
+        rmsnorm(a->xb + (size_t)i * c->dim, a->x + (size_t)i * c->dim, L->attn_norm, c->dim, c->norm_eps);
     matmul(be, a->q, a->xb, &L->wq, n);
     matmul(be, a->k, a->xb, &L->wk, n);
     matmul(be, a->v, a->xb, &L->wv, n);
     for (int i = 0; i < n; i++) {
-        float *q = a->q + i * c->q_dim, *k = a->k + i * c->kv_dim;
+        float *q = a->q + (size_t)i * c->q_dim, *k = a->k + (size_t)i * c->kv_dim;
         rmsnorm_heads(q, L->q_norm, c->n_heads, c->head_dim, c->norm_eps);
         rmsnorm_heads(k, L->k_norm, c->n_kv_heads, c->head_dim, c->norm_eps);
         rope_neox(q, c->n_heads, c->head_dim, i, c->rope_theta);
@@ -53,22 +54,23 @@ static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *
     AttnShape shape = {c->n_heads, c->n_kv_heads, c->head_dim};
     for (int i = 0; i < n; i++) {
         KvSpan past = {a->k, a->v, i + 1}; /* causal: keys 0..i */
-        attention(be, a->att + i * c->q_dim, a->q + i * c->q_dim, &past, 1, shape);
+        attention(be, a->att + (size_t)i * c->q_dim, a->q + (size_t)i * c->q_dim, &past, 1, shape);
     }
     matmul(be, a->xb, a->att, &L->wo, n);
-    add_inplace(a->x, a->xb, n * c->dim);
+    add_inplace(a->x, a->xb, (size_t)n * c->dim);
 }
 
 /* The MLP of one layer: x += down(silu(gate(h)) * up(h)). */
 /* EXERCISE mlp-block "The MLP block: SwiGLU feed-forward" 2 points; tests: II1_forward */
 static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
-    for (int i = 0; i < n; i++) rmsnorm(a->xb + i * c->dim, a->x + i * c->dim, L->ffn_norm, c->dim, c->norm_eps);
+    for (int i = 0; i < n; i++)
+        rmsnorm(a->xb + (size_t)i * c->dim, a->x + (size_t)i * c->dim, L->ffn_norm, c->dim, c->norm_eps);
     matmul(be, a->gate, a->xb, &L->w_gate, n);
     matmul(be, a->up, a->xb, &L->w_up, n);
-    silu_mul(a->gate, a->up, n * c->ffn_dim);
+    silu_mul(a->gate, a->up, (size_t)n * c->ffn_dim);
     matmul(be, a->xb, a->gate, &L->w_down, n);
-    add_inplace(a->x, a->xb, n * c->dim);
+    add_inplace(a->x, a->xb, (size_t)n * c->dim);
 }
 
 /* logits[vocab] from one row of the residual stream: final norm, LM head. */
@@ -83,7 +85,7 @@ void forward(const Qwen3Model *m, Backend *be, const int32_t *tokens, int n, flo
     const Qwen3Config *c = &m->cfg;
     Activations a;
     build_activations(&a, c, n);
-    for (int i = 0; i < n; i++) embed_row(a.x + i * c->dim, &m->tok_embd, tokens[i]);
+    for (int i = 0; i < n; i++) embed_row(a.x + (size_t)i * c->dim, &m->tok_embd, tokens[i]);
     for (int l = 0; l < c->n_layers; l++) {
         attention_block(m, be, &m->layers[l], &a, n);
         mlp_block(m, be, &m->layers[l], &a, n);

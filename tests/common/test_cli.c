@@ -49,7 +49,10 @@ TEST(cli_kv_modes) {
     CHECK_STR(o.kv, "paged");
     CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv=basic", "m.gguf"), 0);
     CHECK_STR(o.kv, "basic");
-    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "--kv", "fancy", "m.gguf"), -1);
+    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "m.gguf", "--kv", "Hello"), 0); /* not a mode: the prompt */
+    CHECK_STR(o.kv, "basic");
+    CHECK_STR(o.prompt, "Hello");
+    CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv=fancy", "m.gguf"), -1);
     CHECK(strstr(err, "fancy") && strstr(err, "basic, paged"));
     CHECK_EQ_INT(parse(&o, NULL, err, 2, "--kv", "m.gguf"), -1); /* II.1 has no --kv */
     CHECK(strstr(err, "unknown option '--kv'") != NULL);
@@ -63,6 +66,7 @@ TEST(cli_bad_command_lines) {
     CHECK_EQ_INT(parse(&o, NULL, err, 2, "--bogus", "m.gguf"), -1);
     CHECK(strstr(err, "--bogus") != NULL);
     CHECK_EQ_INT(parse(&o, NULL, err, 3, "--threads", "0", "m.gguf"), -1);
+    CHECK_EQ_INT(parse(&o, NULL, err, 3, "--threads", "100000", "m.gguf"), -1);
     CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "p", "-5"), -1);
     CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "p", "12x"), -1);
     CHECK_EQ_INT(parse(&o, NULL, err, 1, "--ctx"), -1);

@@ -101,6 +101,9 @@ TEST(qwen3_wrong_shape_and_bad_values) {
         {"qwen3.attention.head_count_kv", 3, "multiple"},        /* 4 heads in 3 groups */
         {"qwen3.attention.key_length", 15, "even"},
         {"qwen3.embedding_length", 0, "out of range"},
+        {"qwen3.attention.head_count", 268435460, "implausible"}, /* 4 + 2^32/16: q_dim would wrap to 64 */
+        {"qwen3.block_count", 100, "needs 1100 tensors"},
+        {"qwen3.block_count", 1u << 30, "implausible"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memcpy(copy, data, len);

@@ -102,7 +102,7 @@ TEST(bad_input_command_line_and_prompt) {
     snprintf(model, sizeof model, "%s/tiny-f32.gguf", test_models_dir());
     snprintf(args, sizeof args, "--frobnicate '%s'", model);
     expect_error(args, "unknown option '--frobnicate'");
-    snprintf(args, sizeof args, "--kv sideways '%s'", model);
+    snprintf(args, sizeof args, "--kv=sideways '%s'", model);
     expect_error(args, "unknown --kv mode 'sideways'");
     snprintf(args, sizeof args, "--ctx 4 '%s' 'one two three four five six seven'", model);
     expect_error(args, "context holds 4");
