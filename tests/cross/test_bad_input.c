@@ -36,6 +36,13 @@ static void expect_error(const char *args, const char *want) {
     free(out);
 }
 
+/* Writes data as a model file and expects model-generate to reject it with want. */
+static void expect_file_error(const char *name, const char *data, size_t len, const char *want) {
+    char args[600];
+    snprintf(args, sizeof args, "'%s'", write_file(name, data, len));
+    expect_error(args, want);
+}
+
 /* The offset of the type field of a tensor's info record, found by its name. */
 static size_t tensor_type_offset(const char *data, size_t len, const char *name) {
     size_t n = strlen(name);
@@ -56,13 +63,9 @@ TEST(bad_input_missing_and_truncated_files) {
     size_t len;
     char *data = model_bytes(&len);
     if (!data) return;
-    char args[600];
-    snprintf(args, sizeof args, "'%s'", write_file("trunc.gguf", data, len / 2));
-    expect_error(args, "past the end");
-    snprintf(args, sizeof args, "'%s'", write_file("header.gguf", data, 100));
-    expect_error(args, "truncated");
-    snprintf(args, sizeof args, "'%s'", write_file("notgguf.gguf", "hello world, not a model", 24));
-    expect_error(args, "bad magic");
+    expect_file_error("trunc.gguf", data, len / 2, "past the end");
+    expect_file_error("header.gguf", data, 100, "truncated");
+    expect_file_error("notgguf.gguf", "hello world, not a model", 24, "bad magic");
     free(data);
 }
 
@@ -74,13 +77,10 @@ TEST(bad_input_unsupported_tensor_type) {
     CHECK(off > 0);
     uint32_t iq2 = 16;
     memcpy(data + off, &iq2, 4);
-    char args[600];
-    snprintf(args, sizeof args, "'%s'", write_file("iq2.gguf", data, len));
-    expect_error(args, "IQ2_XXS is not supported");
+    expect_file_error("iq2.gguf", data, len, "IQ2_XXS is not supported");
     uint32_t unknown = 77;
     memcpy(data + off, &unknown, 4);
-    snprintf(args, sizeof args, "'%s'", write_file("type77.gguf", data, len));
-    expect_error(args, "unknown tensor type 77");
+    expect_file_error("type77.gguf", data, len, "unknown tensor type 77");
     free(data);
 }
 
@@ -91,9 +91,7 @@ TEST(bad_input_wrong_architecture) {
     char *p = memmem(data, len, "qwen3", 5); /* the value of general.architecture comes first */
     CHECK(p != NULL);
     if (p) memcpy(p, "llama", 5);
-    char args[600];
-    snprintf(args, sizeof args, "'%s'", write_file("llama.gguf", data, len));
-    expect_error(args, "architecture");
+    expect_file_error("llama.gguf", data, len, "architecture");
     free(data);
 }
 
