@@ -76,8 +76,13 @@ $(BUILD)/tools/%: tools/%.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
 
-# Test models: small, deterministic, made on demand.
-include $(sort $(wildcard tools/*.mk))
+# tools/*.mk: one file per tool. Make expands a rule's prerequisites when it
+# reads the rule, so a variable a rule depends on must be defined before it:
+# models.mk (the models every test, grade, coverage and bench run needs) comes
+# first, whatever the names of the others. `make test` checks that no file
+# reads a variable a later one defines (tests/tools/test_make.c).
+include tools/models.mk
+include $(filter-out tools/models.mk,$(sort $(wildcard tools/*.mk)))
 
 # ---- tests -----------------------------------------------------------------
 COMMON_TEST_SRC := $(wildcard tests/common/*.c)

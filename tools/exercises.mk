@@ -2,7 +2,9 @@
 # (included by the Makefile). See book/instructors.md.
 #
 #   make chapter=II.2 exercise [FORCE=1]       exercises/II.2: the chapter with its exercises stubbed
-#   make chapter=II.2 grade [EXERCISE=id]      grade exercises/II.2: OK/FAIL and points per exercise
+#   make chapter=II.2 grade [EXERCISE=id]      grade exercises/II.2: OK/FAIL and points per exercise;
+#                                              exits non-zero unless every graded exercise passes
+#   make chapter=II.2 grade GRADE_JSON=f.json  also writes per-exercise points for autograders
 #   make chapter=II.2 grade EXERCISE_DIR=chapters/II.2   the reference: full marks
 #   make chapter=II.2 exercise-run             the copy's model-generate (MODEL, PROMPT, N, ARGS as for run)
 #   make exercises-check                       every chapter's EXERCISE markers are well-formed and agree
@@ -11,6 +13,8 @@ EXERCISES_TOOL := $(BUILD)/tools/exercises
 EXERCISES_LIB_SRC := tools/exercises/markers.c tools/exercises/stub.c tools/chapters/cfuncs.c tools/chapters/chapfs.c
 EXERCISES_HDR := $(wildcard tools/exercises/*.h) tools/chapters/cfuncs.h tools/chapters/chapfs.h
 EXERCISE_DIR ?= exercises/$(chapter)
+EXERCISE     ?=
+GRADE_JSON   ?=
 # The grader compiles students' code: no dependency files, and no noise about
 # helpers a stub leaves unused.
 EXERCISES_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS))
@@ -27,7 +31,7 @@ exercise: check-chapter $(EXERCISES_TOOL)
 
 grade: check-chapter $(EXERCISES_TOOL) $(COMMON_LIB) $(TEST_MODELS)
 	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(EXERCISES_CFLAGS)' LDLIBS='$(LDLIBS)' COMMON_LIB='$(COMMON_LIB)' \
-	  EXERCISES_TOOL='$(EXERCISES_TOOL)' tools/exercises/grade.sh $(chapter) $(EXERCISE_DIR) $(EXERCISE)
+	  EXERCISES_TOOL='$(EXERCISES_TOOL)' GRADE_JSON='$(GRADE_JSON)' tools/exercises/grade.sh $(chapter) $(EXERCISE_DIR) $(EXERCISE)
 
 # The student's whole copy, as it is, built like a chapter's model-generate.
 EXERCISE_RUN := $(BUILD)/exercises/$(chapter)/run/model-generate

@@ -1,7 +1,8 @@
 /* test_exercises.c: the exercise stubber and grader (tools/exercises/) on the
  * real chapters: the markers are sound, every marked function stubs into
- * code that compiles, the reference grades full marks, a fresh stubbed copy
- * grades zero, and one solved exercise grades exactly its points. Nothing is
+ * code that compiles, the reference grades full marks (exit 0), a fresh stubbed
+ * copy grades zero (exit 1), and one solved exercise grades exactly its points,
+ * also in the JSON for autograders. Nothing is
  * hard-coded about the chapters' exercises: they are read from the markers. */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -74,7 +75,8 @@ static const char *stub_copy(const char *chapter, const char *name, bool all) {
     return dir;
 }
 
-/* Grades dir as chapter (one exercise if only is set); returns the score, -1 if none printed. */
+/* Grades dir as chapter (one exercise if only is set); returns the score, -1 if none printed.
+ * The grade's exit code must say whether the score is full: 0 if so, 1 if not. */
 static int grade(const char *chapter, const char *dir, const char *only, int *total) {
     int code, got = -1;
     *total = -1;
@@ -84,6 +86,9 @@ static int grade(const char *chapter, const char *dir, const char *only, int *to
     if (!s || sscanf(s, "Score: %d/%d", &got, total) != 2) {
         test_fail(__FILE__, __LINE__, "grade %s %s printed no score (exit %d):\n%s", chapter, dir, code, out);
         got = -1;
+    } else {
+        CHECK_MSG(code == (got == *total ? 0 : 1), "grade %s %s scored %d/%d and exited %d", chapter, dir, got,
+                  *total, code);
     }
     free(out);
     return got;
@@ -228,6 +233,23 @@ TEST(exercises_one_solved_exercise_grades_its_points) {
     got = grade(chapter, dir, solved->id, &total); /* EXERCISE=id grades just that one */
     CHECK_EQ_INT(got, solved->points);
     CHECK_EQ_INT(total, solved->points);
+    /* --json: one entry per exercise, with its points, max and verdict, for autograders. */
+    const char *json = test_tmp_path("grade.json");
+    out = run(&code, "BUILD='%s' GRADE_OUT='%s' tools/exercises/grade.sh --json '%s' %s '%s' >/dev/null; cat '%s'",
+              test_build_dir(), test_tmp_path("grade"), json, chapter, dir, json);
+    char *want = chapfs_printf("\"points\": %d, \"max\": %d, \"pass\": false, \"exercises\": [", solved->points,
+                               total_points(&l));
+    CHECK_MSG(strstr(out, want) != NULL, "grade --json lacks %s:\n%s", want, out);
+    free(want);
+    for (int i = 0; i < l.n; i++) {
+        const Exercise *e = &l.items[i];
+        bool ok = e == solved;
+        want = chapfs_printf("{\"name\": \"%s\", \"title\": \"%s\", \"points\": %d, \"max\": %d, \"pass\": %s,", e->id,
+                             e->title, ok ? e->points : 0, e->points, ok ? "true" : "false");
+        CHECK_MSG(strstr(out, want) != NULL, "grade --json lacks %s:\n%s", want, out);
+        free(want);
+    }
+    free(out);
     exercises_free(&l);
     strlist_free(&ch);
 }
