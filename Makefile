@@ -52,7 +52,9 @@ $(BUILD)/obj/chapters/$(1)/%.o: chapters/$(1)/%.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -Ichapters/$(1) -Icommon -c $$< -o $$@
 
-$(BUILD)/$(1)/%: $(BUILD)/obj/chapters/$(1)/%.o $$($(1)_LIB) $(COMMON_LIB)
+# A static pattern rule: the programs' objects are named, so make keeps them
+# (a plain pattern chain would delete them as intermediates, and relink next time).
+$$($(1)_PROGRAMS): $(BUILD)/$(1)/%: $(BUILD)/obj/chapters/$(1)/%.o $$($(1)_LIB) $(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS)
 

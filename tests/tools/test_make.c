@@ -47,3 +47,52 @@ TEST(make_undefined_variable_check_catches_include_order) {
     free(out);
     free(tools);
 }
+
+/* A one-chapter project in the scratch area built by the real Makefile and
+ * test runner: common/one.c, chapters/X.1 (an engine file and a program), one
+ * test of common/, and a tools/models.mk that makes no models. */
+static const char *mini_project(void) {
+    const char *dir = test_tmp_path("mini-project");
+    char *cmd = chapfs_printf("rm -rf '%s' && mkdir -p '%s/tools' '%s/common' '%s/chapters/X.1' '%s/tests/common' && "
+                              "cp Makefile '%s/' && cp tools/run-tests.sh '%s/tools/' && "
+                              "cp tests/harness.c tests/harness.h '%s/tests/'",
+                              dir, dir, dir, dir, dir, dir, dir, dir);
+    fx_sh(cmd);
+    free(cmd);
+    char *sub = chapfs_printf("%s/tools", dir);
+    fx_write(sub, "models.mk", "MKMODEL := $(BUILD)/tools/mkmodel\nTEST_MODELS :=\n");
+    free(sub);
+    sub = chapfs_printf("%s/common", dir);
+    fx_write(sub, "one.h", "int one(void);\n");
+    fx_write(sub, "one.c", "#include \"one.h\"\nint one(void) { return 1; }\n");
+    free(sub);
+    sub = chapfs_printf("%s/chapters/X.1", dir);
+    fx_write(sub, "engine.c", "#include \"one.h\"\nint engine(void) { return one() - 1; }\n");
+    fx_write(sub, "hello-run.c", "int engine(void);\nint main(void) { return engine(); }\n");
+    free(sub);
+    sub = chapfs_printf("%s/tests/common", dir);
+    fx_write(sub, "test_one.c", "#include \"harness.h\"\n#include \"one.h\"\nTEST(one_is_one) { CHECK(one() == 1); }\n");
+    free(sub);
+    return dir;
+}
+
+/* `make test` ends with the runner's summary line (make deletes no
+ * intermediate file after it), and a second make rebuilds nothing. */
+TEST(make_test_ends_with_the_summary_and_keeps_objects) {
+    const char *dir = mini_project();
+    char *out, *cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C '%s' --no-print-directory test", dir);
+    int rc = fx_capture(cmd, &out);
+    CHECK_MSG(rc == 0, "%s: exit %d:\n%s", cmd, rc, out);
+    size_t len = strlen(out);
+    while (len && out[len - 1] == '\n') out[--len] = 0;
+    const char *last = strrchr(out, '\n') ? strrchr(out, '\n') + 1 : out;
+    CHECK_MSG(strcmp(last, "1 passed, 0 failed, 0 skipped") == 0, "make test's last line is '%s'", last);
+    free(out);
+    free(cmd);
+    cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C '%s' --no-print-directory -n test", dir);
+    rc = fx_capture(cmd, &out);
+    CHECK_MSG(rc == 0 && !strstr(out, "cc ") && !strstr(out, "ar ") && !strstr(out, "rm "),
+              "a second make rebuilds or removes something:\n%s", out);
+    free(out);
+    free(cmd);
+}
