@@ -1,4 +1,15 @@
-# The one entry point. See README.md for the commands; `make help` lists them.
+# The one entry point. See README.md for the commands; `make help` lists them:
+# the lines starting "#>" here and in tools/*.mk, where each tool documents its own.
+#> make | make all                             build every chapter and tool
+#> make chapter=II.2 [build]                   build that chapter's programs
+#> make chapter=II.2 run                       that chapter's model-generate on the default model
+#>   [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   any model, prompt, length and flags
+#> make test | make chapter=II.2 test          the tests of common/ and every chapter (or one chapter),
+#>                                             ending with "N passed, N failed, N skipped"
+#> make memcheck                               short runs of every chapter under valgrind (installed from
+#>                                             Debian as root if missing)
+#> make clean                                  removes build/
+#> make help                                   this list
 
 CC      ?= cc
 OPT     ?= -O2
@@ -133,7 +144,7 @@ run: check-chapter
 # under valgrind: no invalid access, no leak.
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
 memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(TEST_MODELS)
-	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	@command -v valgrind >/dev/null || tools/apt-install.sh memcheck valgrind
 	@set -e; for c in $(CHAPTERS); do \
 	  for kv in "" $$($(BUILD)/$$c/model-generate --help | sed -n 's/.*modes://p' | sed 's/(default)//'); do \
 	    echo "memcheck $$c $${kv:+--kv $$kv}"; \
@@ -144,15 +155,7 @@ memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(TEST_MODELS)
 	@echo "memcheck: no errors"
 
 help:
-	@echo "make chapter=II.2 run [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   run a chapter's model-generate"
-	@echo "make test | make chapter=II.2 test                              run the tests"
-	@echo "make diff from=II.1 to=II.2 [FORMAT=html]                       what a chapter changed"
-	@echo "make manifest-check                                             chapters against their MANIFESTs"
-	@echo "make book                                                       render the book to build/book/"
-	@echo "make memcheck                                                   short runs under valgrind"
-	@echo "make chapter=II.2 exercise | grade [EXERCISE=id]                stubbed copy in exercises/II.2, its score"
-	@echo "make chapter=II.2 coverage                                      gcovr report in build/coverage/II.2"
-	@echo "make bench                                                      benchmarks (never part of make test)"
+	@sed -n 's/^#> //p' Makefile tools/models.mk $(filter-out tools/models.mk,$(sort $(wildcard tools/*.mk)))
 	@echo "chapters: $(CHAPTERS)"
 
 clean:

@@ -1,13 +1,13 @@
 # Exercises: stubbed copies of a chapter for students, and their grading
 # (included by the Makefile). See book/instructors.md.
 #
-#   make chapter=II.2 exercise [FORCE=1]       exercises/II.2: the chapter with its exercises stubbed
-#   make chapter=II.2 grade [EXERCISE=id]      grade exercises/II.2: OK/FAIL and points per exercise;
-#                                              exits non-zero unless every graded exercise passes
-#   make chapter=II.2 grade GRADE_JSON=f.json  also writes per-exercise points for autograders
-#   make chapter=II.2 grade EXERCISE_DIR=chapters/II.2   the reference: full marks
-#   make chapter=II.2 exercise-run             the copy's model-generate (MODEL, PROMPT, N, ARGS as for run)
-#   make exercises-check                       every chapter's EXERCISE markers are well-formed and agree
+#> make chapter=II.2 exercise [FORCE=1]        exercises/II.2: the chapter with its exercises stubbed,
+#>                                             and EXERCISES.md, the task sheet
+#> make chapter=II.2 grade [EXERCISE=id]       grade exercises/II.2: OK/FAIL and points per exercise;
+#>                                             exits non-zero unless every graded exercise passes
+#>   [EXERCISE_DIR=dir] [GRADE_JSON=f.json]    grade another copy; write the points for autograders
+#> make chapter=II.2 exercise-run              the copy's model-generate (MODEL, PROMPT, N, ARGS as for run)
+#> make exercises-check                        every chapter's EXERCISE markers are well-formed and agree
 
 EXERCISES_TOOL := $(BUILD)/tools/exercises
 EXERCISES_LIB_SRC := tools/exercises/markers.c tools/exercises/stub.c tools/chapters/cfuncs.c tools/chapters/chapfs.c

@@ -6,6 +6,7 @@
  * `make --warn-undefined-variables` names every such read. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "harness.h"
@@ -95,4 +96,67 @@ TEST(make_test_ends_with_the_summary_and_keeps_objects) {
               "a second make rebuilds or removes something:\n%s", out);
     free(out);
     free(cmd);
+}
+
+/* True when word occurs in text as a whole make target name. */
+static bool has_word(const char *text, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = text; (p = strstr(p, word)); p++) {
+        bool start = p == text || !(p[-1] == '-' || p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z'));
+        char e = p[n];
+        if (start && !(e == '-' || e == '_' || (e >= 'a' && e <= 'z'))) return true;
+    }
+    return false;
+}
+
+/* `make help` names every target a user may call: every .PHONY target of the
+ * Makefile and the tools/ make files but check-chapter (the others' first prerequisite). */
+TEST(make_help_lists_every_target) {
+    char *help, *db;
+    int rc = fx_capture("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s help", &help);
+    CHECK_MSG(rc == 0, "make help: exit %d", rc);
+    rc = fx_capture("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -p -n help", &db);
+    const char *phony = strstr(db, "\n.PHONY: ");
+    CHECK_MSG(phony != NULL, "no .PHONY line in make's database");
+    int n = 0;
+    for (const char *p = phony ? phony + 9 : ""; *p && *p != '\n';) {
+        size_t len = strcspn(p, " \n");
+        char *t = chapfs_strndup(p, len);
+        if (strcmp(t, "check-chapter") != 0) {
+            CHECK_MSG(has_word(help, t), "make help does not list the target '%s' (add a \"#> make %s\" line)", t, t);
+            n++;
+        }
+        free(t);
+        p += len;
+        while (*p == ' ') p++;
+    }
+    CHECK_MSG(n >= 10, "only %d targets found", n);
+    CHECK(has_word(help, "BENCH_TYPES") && has_word(help, "BENCH_BACKENDS"));
+    free(help);
+    free(db);
+}
+
+/* Targets that install Debian packages do it through tools/apt-install.sh,
+ * which, not as root, names the packages and the command instead of letting
+ * apt-get fail on its lock file. */
+TEST(make_package_installs_check_root_first) {
+    char *out;
+    int rc = fx_capture("grep -n 'apt-get' Makefile tools/*.mk", &out);
+    CHECK_MSG(rc == 1, "a make file calls apt-get itself (use tools/apt-install.sh):\n%s", out);
+    free(out);
+    rc = fx_capture("command -v dpkg-query", &out);
+    free(out);
+    if (rc != 0) SKIP("no dpkg-query: not a Debian system");
+    rc = fx_capture("tools/apt-install.sh test coreutils", &out);
+    CHECK_MSG(rc == 0 && !*out, "an installed package: exit %d, '%s'", rc, out);
+    free(out);
+    /* Not root: as root, run it as nobody (setpriv). */
+    rc = fx_capture(geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                     "tools/apt-install.sh book no-such-package-xyz"
+                                   : "tools/apt-install.sh book no-such-package-xyz",
+                    &out);
+    CHECK_MSG(rc == 1 && strstr(out, "make book: needs the Debian package(s) no-such-package-xyz; as root run: "
+                                     "apt-get install -y no-such-package-xyz"),
+              "not root: exit %d, '%s'", rc, out);
+    free(out);
 }
