@@ -27,6 +27,7 @@
  *               and little memory, and every run writes the same bytes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dtype.h"
 #include "gguf_writer.h"
@@ -1112,12 +1115,41 @@ static int write_tensor(GgufWriter *w, FILE *f, const Plan *p, uint64_t seed, co
     return rc;
 }
 
-static int write_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
-    FILE *f = fopen(o->out, "wb");
-    if (!f) {
-        err_set(err, "cannot create %s: %s", o->out, strerror(errno));
-        return 1;
+/* Where the model goes: a new temporary file beside the target, renamed over
+ * it once complete, so that a failed or interrupted write leaves whatever was
+ * there and no partial model. A target that exists and is not a regular file
+ * (a device, a pipe) is written in place. Either way mkmodel removes only the
+ * temporary file it created, never the path it was given. Sets *tmp (malloc'd,
+ * NULL when writing in place). */
+static FILE *open_output(const char *out, char **tmp, char *err) {
+    struct stat st;
+    *tmp = NULL;
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        FILE *f = fopen(out, "wb");
+        if (!f) err_set(err, "cannot write %s: %s", out, strerror(errno));
+        return f;
     }
+    size_t len = strlen(out) + 32;
+    *tmp = xmalloc(len);
+    snprintf(*tmp, len, "%s.tmp%ld", out, (long)getpid());
+    int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        err_set(err, "cannot create %s: %s", *tmp, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            remove(*tmp);
+        }
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return f;
+}
+
+static int write_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
+    char *tmp;
+    FILE *f = open_output(o->out, &tmp, err);
+    if (!f) return 1;
     setvbuf(f, NULL, _IOFBF, 1 << 22);
     GgufWriter *w = gw_new();
     add_metadata(w, o, v);
@@ -1131,10 +1163,15 @@ static int write_model(const Options *o, const Spec *specs, int n, const Vocab *
     plan_free(&plan);
     gw_free(w);
     if (fclose(f) != 0 && !rc) {
-        err_set(err, "writing %s failed: %s", o->out, strerror(errno));
+        err_set(err, "writing %s failed: %s", tmp ? tmp : o->out, strerror(errno));
         rc = 1;
     }
-    if (rc) remove(o->out); /* never leave a truncated model behind */
+    if (!rc && tmp && rename(tmp, o->out) != 0) {
+        err_set(err, "cannot rename %s to %s: %s", tmp, o->out, strerror(errno));
+        rc = 1;
+    }
+    if (rc && tmp) remove(tmp); /* no truncated model left behind */
+    free(tmp);
     return rc;
 }
 

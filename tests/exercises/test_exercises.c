@@ -336,3 +336,18 @@ TEST(exercises_check_catches_marker_drift) {
     free(ldir);
     strlist_free(&ch);
 }
+
+/* The grader cleans its own output directory only: a GRADE_OUT holding
+ * someone else's files is refused, and the files stay. */
+TEST(exercises_grade_never_cleans_a_directory_it_did_not_make) {
+    const char *dir = test_tmp_path("not-the-graders");
+    int code;
+    char *out = run(&code, "rm -rf '%s' && mkdir -p '%s/bin' && echo mine >'%s/bin/keep' && "
+                           "BUILD='%s' GRADE_OUT='%s' tools/exercises/grade.sh II.2 chapters/II.2 kv-grow",
+                    dir, dir, dir, test_build_dir(), dir);
+    CHECK_MSG(code == 2 && strstr(out, "did not write"), "grade into a foreign GRADE_OUT: exit %d:\n%s", code, out);
+    free(out);
+    char *keep = chapfs_printf("%s/bin/keep", dir);
+    CHECK_MSG(chapfs_is_file(keep), "the grader removed %s", keep);
+    free(keep);
+}

@@ -47,6 +47,12 @@ fi
 
 out=${GRADE_OUT:-$BUILD/exercises/$chapter}
 cache=$BUILD/exercises/cache
+# The grader removes only what it made: a GRADE_OUT it did not make must be new or empty.
+if [ -n "${GRADE_OUT:-}" ] && [ ! -f "$out/.grade-out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+    echo "grade: GRADE_OUT=$out already holds files the grader did not write; give a new or empty directory" >&2
+    exit 2
+fi
+mkdir -p "$out" && : >"$out/.grade-out" || exit 2
 rm -rf "${out:?}/bin"
 mkdir -p "$out/bin" "$cache" || exit 2
 find "$cache" -type f -mtime +7 -exec rm -f {} + # objects no grading has used for a week
