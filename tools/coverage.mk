@@ -47,5 +47,5 @@ coverage: check-chapter $(TEST_MODELS)
 	@! $(COVERAGE_PROG) --no-such-flag $(COVERAGE_MODEL) 2>/dev/null
 	@$(GCOVR) $(COVERAGE_GCOVR) $(COVERAGE_FILTER) --html-details $(COVERAGE_DIR)/index.html --txt - --print-summary
 	@printf 'chapter %s alone: ' $(chapter); $(GCOVR) $(COVERAGE_GCOVR) \
-	  --filter 'chapters/$(subst .,\.,$(chapter))/' --print-summary --txt /dev/null | grep '^lines'
+	  --filter 'chapters/$(subst .,\.,$(chapter))/' --print-summary --txt $(COVERAGE_DIR)/chapter.txt | grep '^lines'
 	@echo "HTML report: $(COVERAGE_DIR)/index.html"

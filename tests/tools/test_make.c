@@ -13,7 +13,7 @@
 
 /* Reads the Makefile in dir (nothing is built: -n help); returns make's warnings. */
 static char *parse_warnings(const char *dir) {
-    char *cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C '%s' --no-print-directory "
+    char *cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD_DIR -u TEST_MODELS make -C '%s' --no-print-directory "
                               "--warn-undefined-variables -n help 2>&1 >/dev/null",
                               dir);
     char *out;
@@ -72,16 +72,20 @@ static const char *mini_project(void) {
     fx_write(sub, "hello-run.c", "int engine(void);\nint main(void) { return engine(); }\n");
     free(sub);
     sub = chapfs_printf("%s/tests/common", dir);
-    fx_write(sub, "test_one.c", "#include \"harness.h\"\n#include \"one.h\"\nTEST(one_is_one) { CHECK(one() == 1); }\n");
+    fx_write(sub, "test_one.c",
+             "#include <stdio.h>\n#include \"harness.h\"\n#include \"one.h\"\n"
+             "TEST(one_is_one) { FILE *f = fopen(test_tmp_path(\"scratch\"), \"w\"); CHECK(f && one() == 1); "
+             "if (f) fclose(f); }\n");
     free(sub);
     return dir;
 }
 
 /* `make test` ends with the runner's summary line (make deletes no
- * intermediate file after it), and a second make rebuilds nothing. */
+ * intermediate file after it), a passing test leaves no scratch directory,
+ * and a second make rebuilds nothing. */
 TEST(make_test_ends_with_the_summary_and_keeps_objects) {
     const char *dir = mini_project();
-    char *out, *cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C '%s' --no-print-directory test", dir);
+    char *out, *cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD_DIR -u TEST_MODELS make -C '%s' --no-print-directory test", dir);
     int rc = fx_capture(cmd, &out);
     CHECK_MSG(rc == 0, "%s: exit %d:\n%s", cmd, rc, out);
     size_t len = strlen(out);
@@ -90,7 +94,12 @@ TEST(make_test_ends_with_the_summary_and_keeps_objects) {
     CHECK_MSG(strcmp(last, "1 passed, 0 failed, 0 skipped") == 0, "make test's last line is '%s'", last);
     free(out);
     free(cmd);
-    cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C '%s' --no-print-directory -n test", dir);
+    cmd = chapfs_printf("ls -A '%s/build/tmp'", dir);
+    rc = fx_capture(cmd, &out);
+    CHECK_MSG(rc == 0 && !*out, "a passing test left its scratch files: %s", out);
+    free(out);
+    free(cmd);
+    cmd = chapfs_printf("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD_DIR -u TEST_MODELS make -C '%s' --no-print-directory -n test", dir);
     rc = fx_capture(cmd, &out);
     CHECK_MSG(rc == 0 && !strstr(out, "cc ") && !strstr(out, "ar ") && !strstr(out, "rm "),
               "a second make rebuilds or removes something:\n%s", out);
@@ -113,9 +122,9 @@ static bool has_word(const char *text, const char *word) {
  * Makefile and the tools/ make files but check-chapter (the others' first prerequisite). */
 TEST(make_help_lists_every_target) {
     char *help, *db;
-    int rc = fx_capture("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -s help", &help);
+    int rc = fx_capture("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD_DIR -u TEST_MODELS make --no-print-directory -s help", &help);
     CHECK_MSG(rc == 0, "make help: exit %d", rc);
-    rc = fx_capture("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -p -n help", &db);
+    rc = fx_capture("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u BUILD_DIR -u TEST_MODELS make --no-print-directory -p -n help", &db);
     const char *phony = strstr(db, "\n.PHONY: ");
     CHECK_MSG(phony != NULL, "no .PHONY line in make's database");
     int n = 0;
