@@ -109,11 +109,12 @@ $(BUILD)/tests/cross: $(CROSS_TEST_SRC) tests/harness.c $(COMMON_LIB)
 	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
 
 CHAPTER_TESTS := $(foreach c,$(CHAPTERS),$(if $($(c)_TEST_SRC),$(BUILD)/tests/chapter-$(c)))
-# tools/*.mk may add test binaries to EXTRA_TESTS.
+# tools/*.mk add their test binaries to EXTRA_TESTS and their programs to EXTRA_TOOLS.
 ALL_TESTS = $(BUILD)/tests/common $(CHAPTER_TESTS) $(if $(CROSS_TEST_SRC),$(BUILD)/tests/cross) $(EXTRA_TESTS)
+ALL_TOOLS = $(MKMODEL) $(EXTRA_TOOLS)
 
 .PHONY: all test run build help clean bench memcheck check-chapter
-all: $(ALL_PROGRAMS) $(BUILD)/tools/mkmodel
+all: $(ALL_PROGRAMS) $(ALL_TOOLS)
 
 ifeq ($(origin chapter),command line)
 default: build
@@ -129,7 +130,7 @@ ifeq ($(origin chapter),command line)
 test: check-chapter $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS)) $(TEST_MODELS) $(ALL_PROGRAMS)
 	@tools/run-tests.sh $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS))
 else
-test: $(ALL_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS)
+test: $(ALL_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS) $(ALL_TOOLS)
 	@tools/run-tests.sh $(ALL_TESTS)
 endif
 

@@ -94,6 +94,13 @@ static bool selected(const char *name, int argc, char **argv) {
 int main(int argc, char **argv) {
     int passed = 0, failed = 0, skipped = 0;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: %s [SUBSTRING...]\n"
+               "Runs the tests whose names contain one of the substrings (all of them without),\n"
+               "ending with the line \"N passed, N failed, N skipped\". Run by `make test`.\n",
+               argv[0]);
+        return 0;
+    }
     for (int i = 0; i < n_tests; i++) {
         if (!selected(tests[i].name, argc, argv)) continue;
         cur_failed = cur_skipped = false;

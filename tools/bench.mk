@@ -21,6 +21,7 @@ BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t)
 $(BUILD)/tools/bench: tools/bench/bench.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/bench
 
 # Made once and kept (order-only: a rebuilt mkmodel does not remake 2 GB of models).
 $(BENCH_DIR)/models/qwen3-0.6b-%.gguf: | $(MKMODEL)

@@ -8,6 +8,7 @@ BOOK_MD := $(sort $(wildcard book/*.md))
 $(BUILD)/tools/bookpp: tools/book/bookpp.c tools/chapters/cfuncs.c tools/chapters/chapfs.c tools/chapters/cfuncs.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/chapters -o $@ $(filter %.c,$^)
+EXTRA_TOOLS += $(BUILD)/tools/bookpp
 
 .PHONY: book book-setup
 book-setup:

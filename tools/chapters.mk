@@ -17,6 +17,7 @@ $(BUILD)/tools/manifest-check: tools/chapters/manifest-check.c $(CHAPTOOLS_SRC) 
 $(BUILD)/tools/chapter-diff: tools/chapters/chapter-diff.c $(CHAPTOOLS_SRC) $(CHAPTOOLS_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/chapters -o $@ $(filter %.c,$^)
+EXTRA_TOOLS += $(BUILD)/tools/manifest-check $(BUILD)/tools/chapter-diff
 
 # The tools' tests; they also check the real chapters' manifests, which is
 # how `make test` fails on drift between chapters.

@@ -22,6 +22,7 @@ EXERCISES_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS))
 $(EXERCISES_TOOL): tools/exercises/exercises.c $(EXERCISES_LIB_SRC) $(EXERCISES_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(EXERCISES_CFLAGS) -Itools/exercises -Itools/chapters -o $@ $(filter %.c,$^)
+EXTRA_TOOLS += $(EXERCISES_TOOL)
 
 .PHONY: exercise grade exercise-run exercises-check
 exercise: check-chapter $(EXERCISES_TOOL)

@@ -10,6 +10,7 @@ UNICODE_DATA ?= /usr/share/unicode/UnicodeData.txt
 $(BUILD)/tools/gen_unicode: tools/gen_unicode.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
+EXTRA_TOOLS += $(BUILD)/tools/gen_unicode
 
 .PHONY: unicode-tables
 unicode-tables: $(BUILD)/tools/gen_unicode

@@ -169,3 +169,29 @@ TEST(make_package_installs_check_root_first) {
               "not root: exit %d, '%s'", rc, out);
     free(out);
 }
+
+/* Every program make builds (the chapters', the tools', the test binaries)
+ * answers --help with its usage on stdout and exit status 0. */
+TEST(make_every_program_answers_help) {
+    char *list;
+    char *cmd = chapfs_printf("find '%s' -path '%s/tmp' -prune -o -path '%s/exercises' -prune -o "
+                              "-path '%s/coverage' -prune -o -path '%s/obj' -prune -o -type f -perm -u+x -print | sort",
+                              test_build_dir(), test_build_dir(), test_build_dir(), test_build_dir(), test_build_dir());
+    int rc = fx_capture(cmd, &list);
+    free(cmd);
+    CHECK(rc == 0);
+    int n = 0;
+    for (char *p = list, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        if (!nl) break;
+        *nl = 0;
+        char *out, *run = chapfs_printf("'%s' --help 2>/dev/null", p);
+        rc = fx_capture(run, &out);
+        CHECK_MSG(rc == 0 && strstr(out, "usage"), "%s --help: exit %d, printed '%.200s'", p, rc, out);
+        free(out);
+        free(run);
+        n++;
+    }
+    CHECK_MSG(n >= 10, "only %d programs under %s (make test builds them all)", n, test_build_dir());
+    free(list);
+}
