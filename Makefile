@@ -24,8 +24,8 @@ chapter  ?= II.2
 # `make` builds everything; `make chapter=II.1` builds that chapter's programs.
 .DEFAULT_GOAL := default
 
-# The default model: committed under models/ when it exists, else made by mkmodel.
-DEFAULT_MODEL := $(firstword $(wildcard models/default.gguf) $(BUILD)/models/default.gguf)
+# The default model: the trained one committed under models/, else a synthetic one made by mkmodel.
+DEFAULT_MODEL := $(firstword $(wildcard models/default.gguf) $(BUILD)/models/medium.gguf)
 MODEL  ?= $(DEFAULT_MODEL)
 PROMPT ?= Once upon a time
 N      ?= 64

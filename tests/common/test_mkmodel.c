@@ -132,7 +132,7 @@ done:
  * with the engine's. */
 TEST(mkmodel_corpus_pieces_are_tokens) {
     GgufFile g;
-    if (!open_model(&g, "default.gguf")) return;
+    if (!open_model(&g, "medium.gguf")) return;
     char err[ERR_MAX] = "";
     Tokenizer *t = tokenizer_load(&g, err);
     gguf_close(&g);
