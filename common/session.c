@@ -69,7 +69,11 @@ int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_
         goto fail;
     }
     s->ctx = s->model.cfg.ctx_len;
-    if (s->opt.ctx > 0 && s->opt.ctx < s->ctx) s->ctx = s->opt.ctx;
+    if (s->opt.ctx > s->ctx) {
+        err_set(err, "--ctx %d is more than the model's context length, %d tokens", s->opt.ctx, s->ctx);
+        goto fail;
+    }
+    if (s->opt.ctx > 0) s->ctx = s->opt.ctx;
     if (tokenize_prompt(s, err) != 0 || open_outputs(s, err) != 0) goto fail;
     metrics_begin(&s->metrics, s->n_prompt);
     return 0;
@@ -106,7 +110,12 @@ static void emit_text(Session *s, const char *bytes, int n) {
 
 bool session_has_room(Session *s) {
     if (s->n_tokens < s->ctx) return true;
-    s->stop_reason = "context full (raise --ctx, up to the model's context length)";
+    if (s->ctx < s->model.cfg.ctx_len)
+        snprintf(s->stop_text, sizeof s->stop_text, "context full (--ctx %d; the model's context length is %d)",
+                 s->ctx, s->model.cfg.ctx_len);
+    else
+        snprintf(s->stop_text, sizeof s->stop_text, "context full (the model's context length, %d tokens)", s->ctx);
+    s->stop_reason = s->stop_text;
     return false;
 }
 
@@ -166,8 +175,12 @@ void session_finish(Session *s) {
         print_json(s);
         return;
     }
-    if (!s->opt.quiet) printf("\n");
-    metrics_print(&s->metrics, stdout);
+    if (s->opt.quiet) {
+        metrics_print_summary(&s->metrics, stdout);
+    } else {
+        printf("\n");
+        metrics_print(&s->metrics, stdout);
+    }
     printf("stopped             %s\n", s->stop_reason ? s->stop_reason : "-");
     printf("model               %s (%d layers, dim %d, vocab %d, weights %.1f MB)\n", s->opt.model_path,
            s->model.cfg.n_layers, s->model.cfg.dim, s->model.cfg.vocab_size, s->model.weight_bytes / 1e6);

@@ -31,6 +31,7 @@ typedef struct {
     Buf text;             /* the generated text (complete characters) */
     FILE *logits_file;
     const char *stop_reason;
+    char stop_text[128];  /* a stop_reason with numbers in it */
 } Session;
 
 /* Parses the command line, loads everything, tokenizes the prompt.

@@ -297,6 +297,13 @@ TEST(backend_create_by_name) {
     }
     CHECK(backend_create("gpu", 0, err) == NULL);
     CHECK(strstr(err, "gpu") != NULL && strstr(err, "parallel") != NULL);
+    /* Threads only the parallel backend can use are refused, not silently dropped. */
+    CHECK(backend_create("scalar", 4, err) == NULL);
+    CHECK(strstr(err, "scalar backend runs on one thread: --threads 4 needs --backend parallel") != NULL);
+    CHECK(backend_create("simd", 2, err) == NULL);
+    be = backend_create("scalar", 1, err);
+    CHECK(be != NULL && be->n_threads == 1);
+    backend_free(be);
 }
 
 static void count_job(void *arg, int chunk) {

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "dtype.h"
 #include "gguf.h"
@@ -130,7 +132,7 @@ done:
  * with the engine's. */
 TEST(mkmodel_corpus_pieces_are_tokens) {
     GgufFile g;
-    if (!open_model(&g, "default.gguf")) return;
+    if (!open_model(&g, "medium.gguf")) return;
     char err[ERR_MAX] = "";
     Tokenizer *t = tokenizer_load(&g, err);
     gguf_close(&g);
@@ -285,6 +287,44 @@ TEST(mkmodel_deterministic) {
     CHECK(!same_bytes(out, other));
     remove(out);
     remove(other);
+}
+
+/* A write that fails half-way (a file size limit here) exits 1 and leaves the
+ * target as it was, with no temporary file; a device given as the target is
+ * written in place and never removed; a good write replaces an old file. */
+TEST(mkmodel_never_removes_a_path_it_did_not_create) {
+    char tool[1024], cmd[4096];
+    if (!mkmodel_path(tool, sizeof tool)) SKIP("build/tools/mkmodel not built");
+    const char *target = test_tmp_path("precious.gguf");
+    FILE *f = fopen(target, "wb");
+    CHECK(f && fputs("precious", f) >= 0);
+    if (f) fclose(f);
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 64; '%s' --preset tiny -o '%s' >/dev/null 2>&1", tool, target);
+    int rc = system(cmd);
+    CHECK_MSG(rc != -1 && WEXITSTATUS(rc) == 1, "a failed write: exit %d, want 1", rc == -1 ? -1 : WEXITSTATUS(rc));
+    size_t len;
+    char err[ERR_MAX];
+    char *text = file_read_all(target, &len, err);
+    CHECK_MSG(text && strcmp(text, "precious") == 0, "a failed write changed or removed %s", target);
+    free(text);
+    snprintf(cmd, sizeof cmd, "ls '%s'.tmp* >/dev/null 2>&1", target);
+    CHECK_MSG(system(cmd) != 0, "a failed write left a temporary file beside %s", target);
+    char args[1200];
+    snprintf(args, sizeof args, "--preset tiny -o '%s'", target);
+    CHECK_EQ_INT(run_mkmodel(args), 0);
+    GgufFile g;
+    CHECK_MSG(gguf_open(&g, target, err) == 0, "%s", err);
+    gguf_close(&g);
+    remove(target);
+    if (geteuid() != 0) return; /* making a device node needs root */
+    const char *dev = test_tmp_path("full"); /* like /dev/full: every write fails */
+    snprintf(cmd, sizeof cmd, "rm -f '%s' && mknod '%s' c 1 7", dev, dev);
+    if (system(cmd) != 0) return; /* not allowed here (a container without mknod) */
+    snprintf(args, sizeof args, "--preset tiny -o '%s'", dev);
+    CHECK_EQ_INT(run_mkmodel(args), 1);
+    struct stat st;
+    CHECK_MSG(stat(dev, &st) == 0 && S_ISCHR(st.st_mode), "mkmodel removed or replaced the device %s", dev);
+    remove(dev);
 }
 
 /* Bad flags and impossible shapes end with exit status 2 and no file. */

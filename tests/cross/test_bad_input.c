@@ -108,6 +108,10 @@ TEST(bad_input_command_line_and_prompt) {
     expect_error(args, "option --kv needs a cache kind (kinds: basic, none)");
     snprintf(args, sizeof args, "--ctx 4 '%s' 'one two three four five six seven'", model);
     expect_error(args, "context holds 4");
+    snprintf(args, sizeof args, "--ctx 999999 '%s'", model); /* above the model's limit: refused, with it */
+    expect_error(args, "--ctx 999999 is more than the model's context length, 2048 tokens");
+    snprintf(args, sizeof args, "--backend scalar --threads 4 '%s'", model);
+    expect_error(args, "--threads 4 needs --backend parallel");
     snprintf(args, sizeof args, "'%s' ''", model);
     expect_error(args, "prompt is empty");
     snprintf(args, sizeof args, "--prompt-file /nonexistent/prompt.txt '%s'", model);
@@ -133,6 +137,19 @@ TEST(bad_input_context_fills_up_cleanly) {
     snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --ignore-eos --ctx 10 '%s' 'a b c' 50", test_build_dir(),
              model);
     int rc = run_capture(cmd, &out);
-    CHECK_MSG(rc == 0 && strstr(out, "context full"), "`%s` exited %d:\n%s", cmd, rc, out);
+    CHECK_MSG(rc == 0 && strstr(out, "context full (--ctx 10; the model's context length is 2048)"),
+              "`%s` exited %d:\n%s", cmd, rc, out);
+    free(out);
+}
+
+/* --quiet prints the metrics block only: no text, no step table. */
+TEST(quiet_prints_only_the_metrics_block) {
+    char model[512], cmd[1200], *out = NULL;
+    snprintf(model, sizeof model, "%s/tiny-f32.gguf", test_models_dir());
+    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --quiet '%s' 'Once upon a time' 4", test_build_dir(), model);
+    int rc = run_capture(cmd, &out);
+    CHECK_MSG(rc == 0 && strncmp(out, "prompt tokens ", 14) == 0 && strstr(out, "decode ") && !strstr(out, "phase") &&
+                  !strstr(out, "Once upon"),
+              "`%s` exited %d:\n%s", cmd, rc, out);
     free(out);
 }

@@ -286,11 +286,14 @@ static void write_json(const char *path, const Row *rows, int n, double gb1, dou
     fclose(f);
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: bench [--build DIR] [--models DIR] [--out DIR] [--chapters LIST] [--types LIST]\n"
-                    "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
-                    "             [--prompt-tokens N] [--runs N]\n");
-    return 2;
+/* The usage on f; returns rc (0 for --help, 2 for a bad command line). */
+static int usage(FILE *f, int rc) {
+    fprintf(f, "usage: bench [--build DIR] [--models DIR] [--out DIR] [--chapters LIST] [--types LIST]\n"
+               "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
+               "             [--prompt-tokens N] [--runs N]\n"
+               "Prefill and decode speed of each chapter, type and backend, with the machine's read\n"
+               "bandwidth (tools/membw); writes OUT/bench.md and OUT/bench.json. Run by `make bench`.\n");
+    return rc;
 }
 
 static int parse(Options *o, int argc, char **argv) {
@@ -322,7 +325,9 @@ static int parse(Options *o, int argc, char **argv) {
 
 int main(int argc, char **argv) {
     Options o;
-    if (parse(&o, argc, argv) != 0) return usage();
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(stdout, 0);
+    if (parse(&o, argc, argv) != 0) return usage(stderr, 2);
     char cmd[1024], path[1024], prompt[1024];
     load_before = load_average();
     snprintf(cmd, sizeof cmd, "%s/tools/membw --json --threads %d", o.build, o.threads);
