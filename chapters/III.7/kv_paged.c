@@ -98,8 +98,10 @@ static void copy_on_write(PagedKvCache *pc, int i) {
 }
 
 /* Makes positions len..len+n_more-1 writable: new blocks when the last one is
- * full, and a private copy of a shared block they fall in. All or nothing. */
-/* EXERCISE paged-reserve "Reserve room: new blocks, copies of shared ones" 3 points; tests: III4_paged_reserve III4_paged_matches */
+ * full, and a private copy of a shared block they fall in. When too few
+ * blocks are free, the pool's reclaimer (the prefix cache) is asked for the
+ * rest first. All or nothing. */
+/* EXERCISE paged-reserve "Reserve room: new blocks, copies of shared ones, reclaimed ones" 3 points; tests: III7_reserve_reclaims III7_prefix_hit */
 static int paged_reserve(KvCache *kv, int n_more, char *err) {
     PagedKvCache *pc = as_paged(kv);
     KvPool *p = pc->pool;
@@ -109,6 +111,7 @@ static int paged_reserve(KvCache *kv, int n_more, char *err) {
     long long end = ((long long)len + n_more + p->block_size - 1) / p->block_size;
     long long needed = end > pc->table.n ? end - pc->table.n : 0;
     for (int i = first; i < end && i < pc->table.n; i++) needed += p->ref[pc->table.blocks[i]] > 1;
+    if (needed > p->n_free && needed <= p->n_blocks && p->reclaim) p->reclaim(p->reclaim_ctx, (int)needed - p->n_free);
     if (needed > p->n_free) {
         err_set(err, "out of KV blocks: %d more position%s need%s %lld block%s, %d of %d are free (block size %d)",
                 n_more, n_more == 1 ? "" : "s", n_more == 1 ? "s" : "", needed, needed == 1 ? "" : "s", p->n_free,
@@ -172,6 +175,25 @@ KvCache *kv_paged_create(const Qwen3Config *c, KvPool *pool, char *err) {
     return &pc->base;
 }
 
+KvCache *kv_paged_adopt(const Qwen3Config *c, KvPool *pool, const int *blocks, int n, char *err) {
+    KvCache *kv = kv_paged_create(c, pool, err);
+    if (!kv) {
+        if (pool) {
+            kv_pool_lock(pool);
+            for (int i = 0; i < blocks_for(pool, n); i++) kv_pool_release(pool, blocks[i]);
+            kv_pool_unlock(pool);
+        }
+        return NULL;
+    }
+    PagedKvCache *pc = as_paged(kv);
+    kv_pool_lock(pool);
+    for (int i = 0; i < blocks_for(pool, n); i++) table_push(&pc->table, blocks[i]);
+    for (int l = 0; l < kv->n_layers; l++) pc->len[l] = n;
+    pc->table.n_tokens = n;
+    kv_pool_unlock(pool);
+    return kv;
+}
+
 KvCache *kv_paged_fork(const KvCache *src, int n, char *err) {
     if (strcmp(src->kind, "paged") != 0) {
         err_set(err, "only a paged KV cache shares its blocks (this one is %s)", src->kind);
@@ -182,18 +204,11 @@ KvCache *kv_paged_fork(const KvCache *src, int n, char *err) {
         err_set(err, "cannot share %d positions of a cache that holds %d", n, paged_seq_len(src));
         return NULL;
     }
+    kv_pool_lock(from->pool);
+    for (int i = 0; i < blocks_for(from->pool, n); i++) kv_pool_ref(from->pool, from->table.blocks[i]);
+    kv_pool_unlock(from->pool);
     Qwen3Config c = {.n_layers = src->n_layers, .kv_dim = src->kv_dim};
-    KvCache *kv = kv_paged_create(&c, from->pool, err);
-    PagedKvCache *pc = as_paged(kv);
-    kv_pool_lock(pc->pool);
-    for (int i = 0; i < blocks_for(pc->pool, n); i++) {
-        kv_pool_ref(pc->pool, from->table.blocks[i]);
-        table_push(&pc->table, from->table.blocks[i]);
-    }
-    for (int l = 0; l < kv->n_layers; l++) pc->len[l] = n;
-    pc->table.n_tokens = n;
-    kv_pool_unlock(pc->pool);
-    return kv;
+    return kv_paged_adopt(&c, from->pool, from->table.blocks, n, err);
 }
 
 const KvBlockTable *kv_paged_table(const KvCache *kv) {

@@ -84,6 +84,13 @@ void kv_pool_unlock(const KvPool *p) {
     pthread_mutex_unlock(&((KvPool *)p)->lock);
 }
 
+void kv_pool_set_reclaim(KvPool *p, KvReclaimFn fn, void *ctx) {
+    kv_pool_lock(p);
+    p->reclaim = fn;
+    p->reclaim_ctx = ctx;
+    kv_pool_unlock(p);
+}
+
 float *kv_pool_keys(const KvPool *p, int b, int layer) {
     return p->data + (size_t)b * p->block_floats + (size_t)(2 * layer) * p->block_size * p->kv_dim;
 }

@@ -31,6 +31,12 @@ typedef struct KvBlockTable {
     struct KvBlockTable *next; /* the pool's list */
 } KvBlockTable;
 
+/* Gives blocks back when the pool runs short: III.7's prefix cache, which
+ * keeps the blocks of finished sequences for the next ones and can drop those
+ * nobody else holds. Called with the pool locked by a reserve that needs
+ * n_blocks more than are free; frees them all (returns n_blocks) or none (0). */
+typedef int (*KvReclaimFn)(void *ctx, int n_blocks);
+
 typedef struct KvPool {
     int block_size;            /* positions per block */
     int n_blocks;
@@ -43,6 +49,8 @@ typedef struct KvPool {
     int n_free;
     KvBlockTable *tables;      /* the block tables drawing on the pool */
     int next_table_id;
+    KvReclaimFn reclaim;       /* NULL: nobody to ask (kv_pool_set_reclaim) */
+    void *reclaim_ctx;
     pthread_mutex_t lock;      /* the server reads the map while a request runs */
 } KvPool;
 
@@ -60,6 +68,8 @@ void kv_pool_ref(KvPool *p, int b);     /* one more holder: the block is shared 
 void kv_pool_release(KvPool *p, int b); /* one holder fewer; at zero the block is free again */
 void kv_pool_lock(const KvPool *p);
 void kv_pool_unlock(const KvPool *p);
+/* Who a reserve asks for blocks when too few are free (fn NULL: nobody). */
+void kv_pool_set_reclaim(KvPool *p, KvReclaimFn fn, void *ctx);
 
 /* Where a block keeps one layer's keys and values: [block_size, kv_dim] each. */
 float *kv_pool_keys(const KvPool *p, int b, int layer);

@@ -24,6 +24,20 @@ int seq_init(Sequence *s, const Qwen3Model *m, Backend *be, KvCache *kv, int cap
     return 0;
 }
 
+int seq_init_cached(Sequence *s, const Qwen3Model *m, Backend *be, KvCache *kv, const int32_t *tokens, int n, int cap,
+                    char *err) {
+    if (seq_init(s, m, be, kv, cap, err) != 0) return -1;
+    if (n < 0 || n > cap || n != kv->seq_len(kv)) {
+        err_set(err, "a cache holding %d positions cannot start a sequence of %d tokens (at most %d)", kv->seq_len(kv), n,
+                cap);
+        seq_free(s);
+        return -1;
+    }
+    memcpy(s->tokens, tokens, sizeof(int32_t) * (size_t)n);
+    s->n_tokens = n;
+    return 0;
+}
+
 int seq_extend(Sequence *s, const int32_t *toks, int n, char *err) {
     if (n < 1) {
         err_set(err, "nothing to run: %d tokens", n);
@@ -57,9 +71,7 @@ int seq_fork(Sequence *dst, const Sequence *src, int n, char *err) {
         return -1;
     }
     KvCache *kv = kv_paged_fork(src->kv, n, err);
-    if (!kv || seq_init(dst, src->model, src->be, kv, src->cap, err) != 0) return -1;
-    memcpy(dst->tokens, src->tokens, sizeof(int32_t) * (size_t)n);
-    dst->n_tokens = n;
+    if (!kv || seq_init_cached(dst, src->model, src->be, kv, src->tokens, n, src->cap, err) != 0) return -1;
     if (n == src->n_tokens) memcpy(dst->logits, src->logits, sizeof(float) * (size_t)src->model->cfg.vocab_size);
     return 0;
 }

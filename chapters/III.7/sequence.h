@@ -23,6 +23,11 @@ typedef struct {
 /* An empty sequence of at most cap tokens (1..the model's context) on kv,
  * which it owns from now on (it is freed here if this fails). -1 with err. */
 int seq_init(Sequence *s, const Qwen3Model *m, Backend *be, KvCache *kv, int cap, char *err);
+/* The same on a kv that already holds the keys and values of tokens[0..n)
+ * (blocks a prefix cache shares): only what comes after them will run. Its
+ * logits are unknown until the next seq_extend. -1 with err (kv freed). */
+int seq_init_cached(Sequence *s, const Qwen3Model *m, Backend *be, KvCache *kv, const int32_t *tokens, int n, int cap,
+                    char *err);
 /* Runs toks[0..n) at positions n_tokens.. (a prefill when n > 1, a decode step when n == 1),
  * storing their K/V and leaving the last one's logits. Checks room first (cap, KV blocks):
  * -1 with err and nothing changed. Logits are bitwise those of a full recompute. */
