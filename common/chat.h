@@ -1,32 +1,55 @@
 /* chat.h: Qwen3's chat template (ChatML with a thinking switch), in C.
  *
  * A chat model never sees "messages", only one text in which each turn is
- * wrapped as <|im_start|>role\n...<|im_end|>\n. This renders that text the way
- * the Jinja template stored in Qwen3 GGUFs (tokenizer.chat_template) does for
- * conversations without tools. Tokenize the result with parse_special = true so
- * that the markers become their control tokens. */
+ * wrapped as <|im_start|>role\n...<|im_end|>\n. This renders that text exactly
+ * as the Jinja template stored in Qwen3 GGUFs (tokenizer.chat_template) does,
+ * tools and tool calls included. Tokenize the result with parse_special = true
+ * so that the markers become their control tokens. */
 #ifndef CHAT_H
 #define CHAT_H
 
 #include <stdbool.h>
 
 typedef struct {
-    const char *role;    /* "system", "user", "assistant" (or "tool") */
-    const char *content;
+    const char *name;
+    const char *arguments;  /* JSON text, written as is */
+} ChatToolCall;
+
+/* Initialize with designated fields ({.role = "user", .content = "Hi"}); the
+ * ones left out are "absent". */
+typedef struct {
+    const char *role;               /* "system", "user", "assistant", "tool"; others are skipped */
+    const char *content;            /* NULL renders as "" (an assistant turn with only tool calls) */
+    const char *reasoning_content;  /* assistant: its reasoning; NULL: taken from
+                                     * <think>...</think> in content */
+    const ChatToolCall *tool_calls; /* assistant: [n_tool_calls] */
+    int n_tool_calls;
 } ChatMessage;
 
+typedef struct {
+    bool add_generation_prompt;  /* end with "<|im_start|>assistant\n" for the model to continue */
+    bool enable_thinking;        /* false: also an empty think block, so Qwen3 answers directly */
+    const char *const *tools;    /* [n_tools] each tool's JSON as Python's json.dumps writes it
+                                  * (", " and ": " separators): the template's tojson */
+    int n_tools;
+} ChatOptions;
+
 /* Renders msgs[0..n) and returns a malloc'ed string:
- * - a first "system" message becomes the system turn; later ones are ordinary turns;
- * - assistant turns before the last user message lose their reasoning: only the
- *   text after their last </think> is kept (leading newlines stripped), since old
- *   reasoning is not shown to the model again;
- * - assistant turns after the last user message are rendered as
- *   <think>\n{reasoning}\n</think>\n\n{answer};
+ * - a first "system" message becomes the system turn (with tools, the tools'
+ *   description follows its text in that turn); later ones are ordinary turns;
+ * - the last user "query" is the last user message that is not only a
+ *   <tool_response>...</tool_response>; assistant turns before it lose their
+ *   reasoning: only the text after their last </think> is kept (leading
+ *   newlines stripped), since old reasoning is not shown to the model again;
+ * - assistant turns after it (a tool-calling loop) keep their reasoning as
+ *   <think>\n{reasoning}\n</think>\n\n{answer}, when it is not empty or the turn
+ *   is the last message;
+ * - tool calls follow the content as <tool_call>\n{"name": ..., "arguments": ...}\n</tool_call>;
  * - consecutive "tool" messages are gathered into one user turn of
- *   <tool_response> blocks; other roles are skipped, as the template does;
- * - add_generation_prompt appends "<|im_start|>assistant\n" for the model to
- *   continue, and with enable_thinking false also an empty "<think>\n\n</think>\n\n",
- *   which tells Qwen3 to answer without reasoning. */
+ *   <tool_response> blocks. */
+char *chat_render_with(const ChatMessage *msgs, int n, const ChatOptions *opt);
+
+/* The common case: no tools. */
 char *chat_render(const ChatMessage *msgs, int n, bool add_generation_prompt, bool enable_thinking);
 
 /* The answer part of a generated reply: the text after the last </think>

@@ -1,0 +1,279 @@
+/* sampling.c: see sampling.h. */
+#include "sampling.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "util.h"
+
+/* a*b+c must stay two roundings for the results to be the same everywhere:
+ * GCC in ISO C mode (-std=c11) never fuses them; clang needs to be told. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+/* ---- the generator -------------------------------------------------------- */
+
+void rng_seed(Rng *r, uint64_t seed) { r->state = seed; }
+
+uint64_t rng_next(Rng *r) {
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+
+/* ---- e^x with basic operations only ---------------------------------------- */
+
+double sampling_exp(double x) {
+    if (x != x) return x;
+    if (x < -745.2) return 0.0;
+    if (x > 709.7) return HUGE_VAL;
+    /* x = k ln2 + r with |r| <= ln2/2; ln2 = LN2_HI + LN2_LO where k * LN2_HI is
+     * exact (LN2_HI has its low 32 bits zero), so r carries no rounding of k ln2. */
+    const double LOG2E = 1.44269504088896338700e+00;
+    const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
+    double k = floor(x * LOG2E + 0.5);
+    double r = (x - k * LN2_HI) - k * LN2_LO;
+    /* e^r by its Taylor series to r^13 / 13! (the next term is below 5e-18). */
+    double p = 1.0;
+    for (int n = 13; n >= 1; n--) p = 1.0 + p * r / n;
+    return ldexp(p, (int)k);   /* exact: only the exponent changes */
+}
+
+/* ---- candidates, best first ----------------------------------------------- */
+
+typedef struct {
+    float logit;
+    int32_t id;
+} Cand;
+
+/* The order every selection uses: larger logit first, then the lower id. It is
+ * total, so "the top k" is one set whatever algorithm finds it. */
+static bool cand_before(Cand a, Cand b) {
+    return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+/* h[0..n) is a heap with the best candidate at h[0]; restores it below i. */
+static void heap_sift_down(Cand *h, int n, int i) {
+    for (;;) {
+        int best = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && cand_before(h[l], h[best])) best = l;
+        if (r < n && cand_before(h[r], h[best])) best = r;
+        if (best == i) return;
+        Cand t = h[i];
+        h[i] = h[best], h[best] = t;
+        i = best;
+    }
+}
+
+static void heap_build(Cand *h, const float *logits, int n) {
+    for (int i = 0; i < n; i++) h[i] = (Cand){logits[i], i};
+    for (int i = n / 2 - 1; i >= 0; i--) heap_sift_down(h, n, i);
+}
+
+/* Removes and returns the best of h[0..*n). */
+static Cand heap_pop(Cand *h, int *n) {
+    Cand top = h[0];
+    h[0] = h[--*n];
+    heap_sift_down(h, *n, 0);
+    return top;
+}
+
+static float max_logit(const float *logits, int n) {
+    float m = logits[0];
+    for (int i = 1; i < n; i++)
+        if (logits[i] > m) m = logits[i];
+    return m;
+}
+
+/* ---- the sampler ------------------------------------------------------------ */
+
+struct Sampler {
+    SamplerParams p;
+    int vocab;
+    Rng rng;
+    int32_t *counts;   /* [vocab] times each token was accepted */
+    int32_t *seen;     /* [vocab] the distinct accepted tokens, n_seen of them */
+    int n_seen;
+    float *penalized;  /* [vocab] the logits after the penalties */
+    Cand *heap;        /* [vocab] */
+    Cand *sel;         /* [vocab] the kept candidates, best first */
+    double *weight;    /* [vocab] unnormalized probabilities of the kept candidates */
+};
+
+SamplerParams sampler_params_default(void) {
+    return (SamplerParams){.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f,
+                           .presence_penalty = 0.0f, .frequency_penalty = 0.0f,
+                           .repetition_penalty = 1.0f, .seed = 0};
+}
+
+int sampler_params_check(const SamplerParams *p, char *err) {
+    if (isnan(p->temperature)) return err_set(err, "temperature is not a number"), -1;
+    if (!(p->top_p >= 0.0f && p->top_p <= 1.0f))
+        return err_set(err, "top_p must be in [0, 1], got %g", p->top_p), -1;
+    if (!(p->min_p >= 0.0f && p->min_p <= 1.0f))
+        return err_set(err, "min_p must be in [0, 1], got %g", p->min_p), -1;
+    if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f))
+        return err_set(err, "presence_penalty must be in [-2, 2], got %g", p->presence_penalty), -1;
+    if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f))
+        return err_set(err, "frequency_penalty must be in [-2, 2], got %g", p->frequency_penalty), -1;
+    if (!(p->repetition_penalty > 0.0f && isfinite(p->repetition_penalty)))
+        return err_set(err, "repetition_penalty must be > 0, got %g", p->repetition_penalty), -1;
+    return 0;
+}
+
+Sampler *sampler_create(const SamplerParams *p, int vocab_size) {
+    char err[ERR_MAX];
+    if (vocab_size < 1 || sampler_params_check(p, err) != 0) return NULL;
+    Sampler *s = xcalloc(1, sizeof *s);
+    s->p = *p;
+    s->vocab = vocab_size;
+    rng_seed(&s->rng, p->seed);
+    s->counts = xcalloc((size_t)vocab_size, sizeof *s->counts);
+    s->seen = xmalloc((size_t)vocab_size * sizeof *s->seen);
+    s->penalized = xmalloc((size_t)vocab_size * sizeof *s->penalized);
+    s->heap = xmalloc((size_t)vocab_size * sizeof *s->heap);
+    s->sel = xmalloc((size_t)vocab_size * sizeof *s->sel);
+    s->weight = xmalloc((size_t)vocab_size * sizeof *s->weight);
+    return s;
+}
+
+void sampler_free(Sampler *s) {
+    if (!s) return;
+    free(s->counts), free(s->seen), free(s->penalized);
+    free(s->heap), free(s->sel), free(s->weight);
+    free(s);
+}
+
+void sampler_accept(Sampler *s, int32_t token) {
+    if (token < 0 || token >= s->vocab) return;
+    if (s->counts[token]++ == 0) s->seen[s->n_seen++] = token;
+}
+
+void sampler_reset_history(Sampler *s) {
+    for (int i = 0; i < s->n_seen; i++) s->counts[s->seen[i]] = 0;
+    s->n_seen = 0;
+}
+
+static bool has_penalties(const SamplerParams *p) {
+    return p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f || p->repetition_penalty != 1.0f;
+}
+
+/* The logits with the penalties applied to every token generated so far:
+ *   repetition (HF/llama.cpp): a positive logit is divided by it, a negative one multiplied;
+ *   OpenAI: logit -= count * frequency_penalty + presence_penalty. */
+static const float *apply_penalties(Sampler *s, const float *logits) {
+    if (!has_penalties(&s->p) || s->n_seen == 0) return logits;
+    memcpy(s->penalized, logits, (size_t)s->vocab * sizeof *logits);
+    for (int i = 0; i < s->n_seen; i++) {
+        int32_t t = s->seen[i];
+        float v = s->penalized[t];
+        if (s->p.repetition_penalty != 1.0f)
+            v = v > 0.0f ? v / s->p.repetition_penalty : v * s->p.repetition_penalty;
+        v -= (float)s->counts[t] * s->p.frequency_penalty + s->p.presence_penalty;
+        s->penalized[t] = v;
+    }
+    return s->penalized;
+}
+
+/* exp((logit - max) / T): the unnormalized probability after temperature T. */
+static double temp_weight(float logit, float max, float temperature) {
+    return sampling_exp(((double)logit - (double)max) / (double)temperature);
+}
+
+/* Top-k and top-p: pops candidates best first into s->sel until k are taken or
+ * their share of the probability reaches p. With top-k on, top-p applies to the
+ * k survivors renormalized (as HF does). Returns how many are kept. */
+static int select_top(Sampler *s, const float *logits, float max) {
+    const SamplerParams *p = &s->p;
+    int V = s->vocab, h = V, m = 0;
+    bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
+    heap_build(s->heap, logits, V);
+    double stop = INFINITY;   /* pop until the kept mass reaches this */
+    if (p_on && !k_on) {
+        double z = 0.0;
+        for (int i = 0; i < V; i++) z += temp_weight(logits[i], max, p->temperature);
+        stop = (double)p->top_p * z;
+    }
+    int limit = k_on ? p->top_k : V;
+    double mass = 0.0;
+    while (m < limit && (m == 0 || mass < stop)) {   /* at least one */
+        s->sel[m] = heap_pop(s->heap, &h);
+        s->weight[m] = temp_weight(s->sel[m].logit, max, p->temperature);
+        mass += s->weight[m++];
+    }
+    if (k_on && p_on) {   /* the smallest prefix of the k holding a share p of them */
+        double z = 0.0, cum = 0.0;
+        for (int i = 0; i < m; i++) z += s->weight[i];
+        for (int i = 0; i < m; i++) {
+            cum += s->weight[i];
+            if (cum >= (double)p->top_p * z) return i + 1;
+        }
+    }
+    return m;
+}
+
+/* Draws index i of weight[0..n) with probability weight[i] / sum. */
+static int draw(Rng *rng, const double *weight, int n, double *sum_out) {
+    double sum = 0.0;
+    int last = 0;
+    for (int i = 0; i < n; i++) {
+        sum += weight[i];
+        if (weight[i] > 0.0) last = i;
+    }
+    double target = rng_uniform(rng) * sum, cum = 0.0;
+    *sum_out = sum;
+    for (int i = 0; i < n; i++) {
+        cum += weight[i];
+        if (target < cum) return i;
+    }
+    return last;   /* rounding left target at the very end */
+}
+
+int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
+    const SamplerParams *p = &s->p;
+    const float *l = apply_penalties(s, logits);
+    if (p->temperature <= 0.0f) return argmax(l, s->vocab, prob);
+
+    float max = max_logit(l, s->vocab);
+    bool filtered = (p->top_k > 0 && p->top_k < s->vocab) || p->top_p < 1.0f;
+    int n;
+    if (filtered) {
+        n = select_top(s, l, max);
+    } else {   /* the whole vocabulary, in id order */
+        n = s->vocab;
+        for (int i = 0; i < n; i++) s->weight[i] = temp_weight(l[i], max, p->temperature);
+    }
+    if (p->min_p > 0.0f) {   /* drop tokens below min_p times the best one (whose weight is 1) */
+        for (int i = 0; i < n; i++)
+            if (s->weight[i] < (double)p->min_p) s->weight[i] = 0.0;
+    }
+    double sum;
+    int i = draw(&s->rng, s->weight, n, &sum);
+    if (prob) *prob = (float)(s->weight[i] / sum);
+    return filtered ? s->sel[i].id : i;
+}
+
+int sampler_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, float *logprobs) {
+    if (k <= 0 || vocab <= 0) return 0;
+    if (k > vocab) k = vocab;
+    float max = max_logit(logits, vocab);
+    double z = 0.0;
+    for (int i = 0; i < vocab; i++) z += sampling_exp((double)logits[i] - max);
+    double log_z = log(z);
+    Cand *heap = xmalloc((size_t)vocab * sizeof *heap);
+    heap_build(heap, logits, vocab);
+    int h = vocab;
+    for (int i = 0; i < k; i++) {
+        Cand c = heap_pop(heap, &h);
+        ids[i] = c.id;
+        logprobs[i] = (float)(((double)c.logit - max) - log_z);
+    }
+    free(heap);
+    return k;
+}
