@@ -76,11 +76,22 @@ static bool is_known_method(const char *m) {
 static int parse_request_line(char *line, size_t n, HttpRequest *req, int *status, char *err) {
     line[n] = '\0';
     char *sp1 = memchr(line, ' ', n);
-    if (!sp1) return bad(status, 400, err, "malformed request line: expected 'METHOD /path HTTP/1.1'");
+    char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp2) return bad(status, 400, err, "malformed request line: expected 'METHOD /path HTTP/1.1'");
     size_t mlen = (size_t)(sp1 - line);
     if (mlen == 0) return bad(status, 400, err, "malformed request line: empty method");
+    if (sp2 == sp1 + 1) return bad(status, 400, err, "malformed request line: empty target");
     for (size_t i = 0; i < mlen; i++)
         if (!is_tchar((unsigned char)line[i])) return bad(status, 400, err, "malformed request line: bad character in the method");
+    char *target = sp1 + 1;
+    *sp2 = '\0';
+    for (char *t = target; *t; t++)
+        if ((unsigned char)*t < 0x20 || *t == 0x7f) return bad(status, 400, err, "malformed request line: control character in the target");
+    const char *v = sp2 + 1;
+    if (strncmp(v, "HTTP/", 5) != 0 || !(v[5] >= '0' && v[5] <= '9') || v[6] != '.' || !(v[7] >= '0' && v[7] <= '9') ||
+        v[8] != '\0')
+        return bad(status, 400, err, "malformed request line: the version must be HTTP/1.0 or HTTP/1.1");
+    if (v[5] != '1') return bad(status, 505, err, "HTTP version not supported: only HTTP/1.0 and HTTP/1.1");
     if (mlen >= sizeof req->method) return bad(status, 501, err, "method not implemented");
     memcpy(req->method, line, mlen);
     req->method[mlen] = '\0';
@@ -89,18 +100,7 @@ static int parse_request_line(char *line, size_t n, HttpRequest *req, int *statu
         *status = 501;
         return -1;
     }
-    char *target = sp1 + 1;
-    char *sp2 = strchr(target, ' ');
-    if (!sp2 || sp2 == target) return bad(status, 400, err, "malformed request line: expected 'METHOD /path HTTP/1.1'");
-    *sp2 = '\0';
-    for (char *t = target; *t; t++)
-        if ((unsigned char)*t <= 0x20 || *t == 0x7f) return bad(status, 400, err, "malformed request line: control character in the target");
     if (target[0] != '/') return bad(status, 400, err, "the request target must be a path starting with '/'");
-    const char *v = sp2 + 1;
-    if (strncmp(v, "HTTP/", 5) != 0 || !(v[5] >= '0' && v[5] <= '9') || v[6] != '.' || !(v[7] >= '0' && v[7] <= '9') ||
-        v[8] != '\0')
-        return bad(status, 400, err, "malformed request line: the version must be HTTP/1.0 or HTTP/1.1");
-    if (v[5] != '1') return bad(status, 505, err, "HTTP version not supported: only HTTP/1.0 and HTTP/1.1");
     req->minor = v[7] == '0' ? 0 : 1;
     req->target = target;
     return 0;
