@@ -12,18 +12,20 @@
 #define DEFAULT_PROMPT "Once upon a time"
 #define DEFAULT_MAX_NEW 32
 
-void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
+void cli_usage_extra(FILE *f, const char *prog, const char *const *kv_modes, const CliExtra *extra) {
     fprintf(f, "usage: %s [options] <model.gguf> [prompt] [max_new_tokens]\n", prog);
     fprintf(f, "       %s [options] --prompt-file F <model.gguf> [max_new_tokens]\n\n", prog);
     fprintf(f, "Greedy generation with timing: per-step events and the metrics block.\n\n");
     fprintf(f, "options:\n");
     if (kv_modes) {
-        fprintf(f, "  --kv [MODE]        (or --kv=MODE) use a KV cache: prefill once, then decode\n");
-        fprintf(f, "                     one token per forward;\n");
+        fprintf(f, "  --kv MODE          (or --kv=MODE) the KV cache: prefill once, then decode one\n");
+        fprintf(f, "                     token per forward;\n");
         fprintf(f, "                     modes:");
         for (int i = 0; kv_modes[i]; i++) fprintf(f, " %s%s", kv_modes[i], i == 0 ? " (default)" : "");
-        fprintf(f, "\n                     without --kv every step recomputes the whole sequence\n");
+        fprintf(f, " %s\n", KV_NONE);
+        fprintf(f, "                     --kv %s: no cache, every step recomputes the whole sequence\n", KV_NONE);
     }
+    if (extra) extra->usage(f);
     fprintf(f, "  --backend NAME     %s (default: the fastest available)\n", backend_names());
     fprintf(f, "  --threads N        threads of the parallel backend (default: one per core)\n");
     fprintf(f, "  --prompt-file F    read the prompt from F, exact bytes\n");
@@ -35,6 +37,10 @@ void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
     fprintf(f, "  --logits F         write every step's logits to F (float32 rows, little-endian)\n");
     fprintf(f, "  --help             this text\n");
     fprintf(f, "\ndefaults: prompt \"%s\", max_new_tokens %d\n", DEFAULT_PROMPT, DEFAULT_MAX_NEW);
+}
+
+void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
+    cli_usage_extra(f, prog, kv_modes, NULL);
 }
 
 static int parse_int(const char *s, const char *what, int min, int *out, char *err) {
@@ -55,21 +61,27 @@ static bool is_mode(const char *s, const char *const *modes) {
     return false;
 }
 
+/* --kv MODE or --kv=MODE: the value is never optional, so it cannot be
+ * confused with the model or the prompt. */
 static int take_kv(GenOptions *o, int argc, char **argv, int *i, const char *const *modes, char *err) {
-    const char *a = argv[*i];
-    const char *v = NULL;
+    const char *a = argv[*i], *v = NULL;
     if (strncmp(a, "--kv=", 5) == 0) v = a + 5;
-    else if (*i + 1 < argc && is_mode(argv[*i + 1], modes)) v = argv[++*i];
-    else v = modes[0]; /* a bare --kv: the next word is the model or prompt, not a mode */
-    if (!is_mode(v, modes)) {
-        Buf b = {0};
-        for (int k = 0; modes[k]; k++) buf_printf(&b, "%s%s", k ? ", " : "", modes[k]);
-        err_set(err, "unknown --kv mode '%s' (supported: %s)", v, b.data);
-        buf_free(&b);
-        return -1;
+    else if (*i + 1 < argc) v = argv[++*i];
+    if (v && strcmp(v, KV_NONE) == 0) {
+        o->kv = NULL;
+        return 0;
     }
-    o->kv = v;
-    return 0;
+    if (v && is_mode(v, modes)) {
+        o->kv = v;
+        return 0;
+    }
+    Buf b = {0};
+    for (int k = 0; modes[k]; k++) buf_printf(&b, "%s, ", modes[k]);
+    buf_puts(&b, KV_NONE);
+    if (v) err_set(err, "unknown KV cache kind '%s' for --kv (kinds: %s)", v, b.data);
+    else err_set(err, "option --kv needs a cache kind (kinds: %s)", b.data);
+    buf_free(&b);
+    return -1;
 }
 
 /* The value of an option that takes one. */
@@ -81,13 +93,17 @@ static const char *need_value(int argc, char **argv, int *i, char *err) {
     return argv[++*i];
 }
 
-int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes, char *err) {
+int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
+                    char *err) {
     memset(o, 0, sizeof *o);
     o->max_new_tokens = DEFAULT_MAX_NEW;
+    o->kv = kv_modes ? kv_modes[0] : NULL; /* a chapter with a cache runs it by default */
+    o->extra = extra;
     const char *pos[3];
     int n_pos = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
+        int took;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1;
         else if (kv_modes && (strcmp(a, "--kv") == 0 || strncmp(a, "--kv=", 5) == 0)) {
             if (take_kv(o, argc, argv, &i, kv_modes, err)) return -1;
@@ -110,7 +126,9 @@ int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes,
         else if (strcmp(a, "--ignore-eos") == 0) o->ignore_eos = true;
         else if (strcmp(a, "--json") == 0) o->json = o->quiet = true;
         else if (strcmp(a, "--quiet") == 0) o->quiet = true;
-        else if (a[0] == '-' && a[1] != '\0') {
+        else if (extra && (took = extra->parse(extra->flags, argc, argv, &i, err)) != 0) {
+            if (took < 0) return -1;
+        } else if (a[0] == '-' && a[1] != '\0') {
             err_set(err, "unknown option '%s' (see --help)", a);
             return -1;
         } else if (n_pos < 3) pos[n_pos++] = a;
@@ -136,4 +154,8 @@ int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes,
         return -1;
     if (!o->prompt && !o->prompt_file) o->prompt = DEFAULT_PROMPT;
     return 0;
+}
+
+int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes, char *err) {
+    return cli_parse_extra(o, argc, argv, kv_modes, NULL, err);
 }

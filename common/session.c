@@ -51,9 +51,10 @@ static int open_outputs(Session *s, char *err) {
     return 0;
 }
 
-int session_open(Session *s, int argc, char **argv, const char *const *kv_modes, char *err) {
+int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
+                       char *err) {
     memset(s, 0, sizeof *s);
-    int rc = cli_parse(&s->opt, argc, argv, kv_modes, err);
+    int rc = cli_parse_extra(&s->opt, argc, argv, kv_modes, extra, err);
     if (rc != 0) return rc;
     if (!(s->be = backend_create(s->opt.backend, s->opt.threads, err))) return -1;
     if (qwen3_load(&s->model, s->opt.model_path, err) != 0) goto fail;
@@ -75,6 +76,10 @@ int session_open(Session *s, int argc, char **argv, const char *const *kv_modes,
 fail:
     session_close(s);
     return -1;
+}
+
+int session_open(Session *s, int argc, char **argv, const char *const *kv_modes, char *err) {
+    return session_open_extra(s, argc, argv, kv_modes, NULL, err);
 }
 
 void session_close(Session *s) {
@@ -169,12 +174,13 @@ void session_finish(Session *s) {
     printf("backend             %s, %d thread%s\n", s->be->name, s->be->n_threads, s->be->n_threads == 1 ? "" : "s");
 }
 
-int session_main(int argc, char **argv, const char *const *kv_modes, void (*generate)(Session *s)) {
+int session_main_extra(int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
+                       void (*generate)(Session *s)) {
     Session s;
     char err[ERR_MAX];
-    int rc = session_open(&s, argc, argv, kv_modes, err);
+    int rc = session_open_extra(&s, argc, argv, kv_modes, extra, err);
     if (rc == 1) {
-        cli_usage(stdout, "model-generate", kv_modes);
+        cli_usage_extra(stdout, "model-generate", kv_modes, extra);
         return 0;
     }
     if (rc != 0) {
@@ -186,4 +192,8 @@ int session_main(int argc, char **argv, const char *const *kv_modes, void (*gene
     bool failed = s.stop_reason && strcmp(s.stop_reason, "error") == 0;
     session_close(&s);
     return failed ? 1 : 0;
+}
+
+int session_main(int argc, char **argv, const char *const *kv_modes, void (*generate)(Session *s)) {
+    return session_main_extra(argc, argv, kv_modes, NULL, generate);
 }

@@ -36,6 +36,9 @@ typedef struct {
 /* Parses the command line, loads everything, tokenizes the prompt.
  * Returns 0 to go on, 1 when --help was printed, -1 with err on failure. */
 int session_open(Session *s, int argc, char **argv, const char *const *kv_modes, char *err);
+/* The same with the chapter's own options (cli.h). */
+int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
+                       char *err);
 void session_close(Session *s);
 
 /* Records the token chosen after a forward: appends it, writes its logits row,
@@ -51,5 +54,7 @@ void session_finish(Session *s);
 /* The whole of a chapter's model-generate: open the session (or print --help),
  * run the chapter's generation loop, print the results. Returns the exit code. */
 int session_main(int argc, char **argv, const char *const *kv_modes, void (*generate)(Session *s));
+int session_main_extra(int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
+                       void (*generate)(Session *s));
 
 #endif

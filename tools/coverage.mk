@@ -2,7 +2,8 @@
 # See book/instructors.md.
 #
 #   make chapter=II.2 coverage     build with --coverage into build/coverage/II.2/, run the
-#                                  common and chapter tests and model-generate, print the
+#                                  common and chapter tests and model-generate (every --kv
+#                                  mode its --help lists, and --kv-trace where it has one), print the
 #                                  per-file table, write build/coverage/II.2/index.html
 #   make coverage-setup            install gcovr (apt-get install -y gcovr) if it is missing
 #
@@ -43,8 +44,9 @@ coverage: check-chapter $(TEST_MODELS)
 	@$(COVERAGE_PROG) --json $(COVERAGE_MODEL) "Once upon a time" 4 >/dev/null
 	@if $(COVERAGE_PROG) --help | grep -q -- --kv; then \
 	  for kind in $$($(COVERAGE_PROG) --help | sed -n 's/.*modes: *//p' | sed 's/([^)]*)//g'); do \
-	    $(COVERAGE_PROG) --kv $$kind $(COVERAGE_MODEL) "Once upon a time" 8 >/dev/null || exit 1; done; \
-	  $(COVERAGE_PROG) --kv $(COVERAGE_MODEL) "Once upon a time" 8 >/dev/null; fi
+	    $(COVERAGE_PROG) --kv $$kind $(COVERAGE_MODEL) "Once upon a time" 8 >/dev/null || exit 1; done; fi
+	@if $(COVERAGE_PROG) --help | grep -q -- --kv-trace; then \
+	  $(COVERAGE_PROG) --kv-trace --kv-block-size 4 $(COVERAGE_MODEL) "Once upon a time" 8 >/dev/null 2>&1 || exit 1; fi
 	@$(COVERAGE_PROG) --help >/dev/null
 	@! $(COVERAGE_PROG) --no-such-flag $(COVERAGE_MODEL) 2>/dev/null
 	@$(GCOVR) $(COVERAGE_GCOVR) $(COVERAGE_FILTER) --html-details $(COVERAGE_DIR)/index.html --txt - --print-summary

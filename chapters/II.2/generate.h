@@ -1,5 +1,5 @@
-/* generate.h: chapter II.2's generation loop: greedy; with --kv, one prefill
- * then one cheap decode step per token. */
+/* generate.h: chapter II.2's generation loop: greedy; with the KV cache (the
+ * default), one prefill then one cheap decode step per token. */
 #ifndef GENERATE_H
 #define GENERATE_H
 

@@ -1,5 +1,6 @@
-/* model-generate (chapter II.2): greedy generation, timed step by step;
- * --kv [basic] switches from full recompute to prefill + decode. */
+/* model-generate (chapter II.2): greedy generation, timed step by step, with
+ * the basic KV cache (prefill + decode) by default; --kv none recomputes the
+ * whole sequence for every token, as II.1 does. */
 #include "generate.h"
 #include "kv_cache.h"
 

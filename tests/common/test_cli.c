@@ -42,20 +42,76 @@ TEST(cli_prompt_file_takes_the_prompt_slot) {
 TEST(cli_kv_modes) {
     GenOptions o;
     char err[ERR_MAX];
-    CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv", "m.gguf"), 0);
-    CHECK_STR(o.kv, "basic"); /* a bare --kv means the first kind */
-    CHECK_STR(o.model_path, "m.gguf");
+    CHECK_EQ_INT(parse(&o, KINDS, err, 1, "m.gguf"), 0);
+    CHECK_STR(o.kv, "basic"); /* a chapter with a cache runs its first kind by default */
     CHECK_EQ_INT(parse(&o, KINDS, err, 3, "--kv", "paged", "m.gguf"), 0);
     CHECK_STR(o.kv, "paged");
+    CHECK_STR(o.model_path, "m.gguf");
     CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv=basic", "m.gguf"), 0);
     CHECK_STR(o.kv, "basic");
-    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "m.gguf", "--kv", "Hello"), 0); /* not a mode: the prompt */
-    CHECK_STR(o.kv, "basic");
-    CHECK_STR(o.prompt, "Hello");
+    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "--kv", "none", "m.gguf"), 0);
+    CHECK(o.kv == NULL); /* none: full recompute */
+    CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv=none", "m.gguf"), 0);
+    CHECK(o.kv == NULL);
+    CHECK_EQ_INT(parse(&o, NULL, err, 1, "m.gguf"), 0);
+    CHECK(o.kv == NULL); /* II.1 has no cache */
+}
+
+TEST(cli_kv_takes_a_value) {
+    GenOptions o;
+    char err[ERR_MAX];
+    /* The value is never optional, so the next word is always the kind. */
+    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "--kv", "foo", "m.gguf"), -1);
+    CHECK_STR(err, "unknown KV cache kind 'foo' for --kv (kinds: basic, paged, none)");
+    CHECK_EQ_INT(parse(&o, KINDS, err, 3, "--kv", "m.gguf", "Hello"), -1);
+    CHECK(strstr(err, "unknown KV cache kind 'm.gguf'") != NULL);
     CHECK_EQ_INT(parse(&o, KINDS, err, 2, "--kv=fancy", "m.gguf"), -1);
-    CHECK(strstr(err, "fancy") && strstr(err, "basic, paged"));
-    CHECK_EQ_INT(parse(&o, NULL, err, 2, "--kv", "m.gguf"), -1); /* II.1 has no --kv */
+    CHECK(strstr(err, "'fancy'") && strstr(err, "basic, paged, none"));
+    CHECK_EQ_INT(parse(&o, KINDS, err, 2, "m.gguf", "--kv"), -1);
+    CHECK_STR(err, "option --kv needs a cache kind (kinds: basic, paged, none)");
+    CHECK_EQ_INT(parse(&o, NULL, err, 3, "--kv", "basic", "m.gguf"), -1); /* II.1 has no --kv */
     CHECK(strstr(err, "unknown option '--kv'") != NULL);
+}
+
+/* A chapter's own options: III.4's pool flags. */
+static int parse_size(void *flags, int argc, char **argv, int *i, char *err) {
+    if (strcmp(argv[*i], "--size") != 0) return 0;
+    if (*i + 1 >= argc || strcmp(argv[*i + 1], "big") != 0) {
+        err_set(err, "--size must be big");
+        return -1;
+    }
+    *(int *)flags = 1;
+    ++*i;
+    return 1;
+}
+
+static void usage_size(FILE *f) { fprintf(f, "  --size big         a chapter's own option\n"); }
+
+TEST(cli_chapter_options) {
+    GenOptions o;
+    char err[ERR_MAX];
+    int size = 0;
+    CliExtra extra = {parse_size, usage_size, &size};
+    char *argv[] = {"model-generate", "--size", "big", "m.gguf", "hi"};
+    CHECK_EQ_INT(cli_parse_extra(&o, 5, argv, KINDS, &extra, err), 0);
+    CHECK_EQ_INT(size, 1);
+    CHECK(o.extra == &extra);
+    CHECK_STR(o.prompt, "hi");
+    char *bad[] = {"model-generate", "--size", "small", "m.gguf"};
+    CHECK_EQ_INT(cli_parse_extra(&o, 4, bad, KINDS, &extra, err), -1);
+    CHECK_STR(err, "--size must be big");
+    CHECK_EQ_INT(cli_parse(&o, 5, argv, KINDS, err), -1); /* not an option without the chapter's */
+    CHECK(strstr(err, "unknown option '--size'") != NULL);
+    FILE *f = fopen(test_tmp_path("usage.txt"), "w+");
+    if (!f) return;
+    cli_usage_extra(f, "model-generate", KINDS, &extra);
+    rewind(f);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    CHECK(strstr(text, "modes: basic (default) paged none\n") != NULL);
+    CHECK(strstr(text, "--size big") != NULL);
 }
 
 TEST(cli_bad_command_lines) {

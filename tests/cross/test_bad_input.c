@@ -101,7 +101,11 @@ TEST(bad_input_command_line_and_prompt) {
     snprintf(args, sizeof args, "--frobnicate '%s'", model);
     expect_error(args, "unknown option '--frobnicate'");
     snprintf(args, sizeof args, "--kv=sideways '%s'", model);
-    expect_error(args, "unknown --kv mode 'sideways'");
+    expect_error(args, "unknown KV cache kind 'sideways' for --kv (kinds: basic, none)");
+    snprintf(args, sizeof args, "--kv foo '%s'", model); /* the value is never optional: foo is the kind */
+    expect_error(args, "unknown KV cache kind 'foo' for --kv (kinds: basic, none)");
+    snprintf(args, sizeof args, "'%s' --kv", model);
+    expect_error(args, "option --kv needs a cache kind (kinds: basic, none)");
     snprintf(args, sizeof args, "--ctx 4 '%s' 'one two three four five six seven'", model);
     expect_error(args, "context holds 4");
     snprintf(args, sizeof args, "'%s' ''", model);
@@ -116,7 +120,7 @@ TEST(bad_input_invalid_utf8_prompt_still_generates) {
     char model[512], cmd[1200], *out = NULL;
     snprintf(model, sizeof model, "%s/tiny-f32.gguf", test_models_dir());
     const char *prompt = write_file("bad-utf8.txt", "caf\xC3 \xFF\xFE ok \xE2\x82", 13);
-    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --kv --json --prompt-file '%s' '%s' 4", test_build_dir(), prompt,
+    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --json --prompt-file '%s' '%s' 4", test_build_dir(), prompt,
              model);
     int rc = run_capture(cmd, &out);
     CHECK_MSG(rc == 0 && strstr(out, "\"generated\""), "`%s` exited %d:\n%s", cmd, rc, out);
@@ -126,7 +130,7 @@ TEST(bad_input_invalid_utf8_prompt_still_generates) {
 TEST(bad_input_context_fills_up_cleanly) {
     char model[512], cmd[1200], *out = NULL;
     snprintf(model, sizeof model, "%s/tiny-f32.gguf", test_models_dir());
-    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --kv --ignore-eos --ctx 10 '%s' 'a b c' 50", test_build_dir(),
+    snprintf(cmd, sizeof cmd, "%s/II.2/model-generate --ignore-eos --ctx 10 '%s' 'a b c' 50", test_build_dir(),
              model);
     int rc = run_capture(cmd, &out);
     CHECK_MSG(rc == 0 && strstr(out, "context full"), "`%s` exited %d:\n%s", cmd, rc, out);

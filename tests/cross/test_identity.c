@@ -31,14 +31,14 @@ static int model_vocab(const char *path) {
     return v;
 }
 
-/* Runs every chapter and cache mode on one model and prompt with the given
- * backend flags and checks they all agree with the first mode bit for bit. */
-static void check_identity(const char *model, const char *prompt_file, int n, const char *backend_flags) {
+/* Runs each mode on one model and prompt with the given backend flags and
+ * checks they all agree with the first mode bit for bit. */
+static void compare_modes(const RunMode *modes, int nm, const char *model, const char *prompt_path, int n,
+                          const char *backend_flags) {
+    char prompt_file[512]; /* test_tmp_path's buffers are reused by the runs */
+    snprintf(prompt_file, sizeof prompt_file, "%s", prompt_path);
     int vocab = model_vocab(model);
     if (!vocab) return;
-    RunMode modes[16];
-    int nm = run_modes(modes, 16);
-    CHECK_MSG(nm >= 3, "expected at least II.1, II.2 and II.2 --kv basic, found %d modes", nm);
     RunResult first;
     if (nm == 0 || !run_generate(&modes[0], backend_flags, model, prompt_file, n, vocab, &first)) return;
     CHECK_EQ_INT(first.n_generated, n);
@@ -60,6 +60,14 @@ static void check_identity(const char *model, const char *prompt_file, int n, co
         run_free(&r);
     }
     run_free(&first);
+}
+
+/* Every chapter and cache mode. */
+static void check_identity(const char *model, const char *prompt_file, int n, const char *backend_flags) {
+    RunMode modes[16];
+    int nm = run_modes(modes, 16);
+    CHECK_MSG(nm >= 3, "expected at least II.1, II.2 and II.2 --kv none, found %d modes", nm);
+    compare_modes(modes, nm, model, prompt_file, n, backend_flags);
 }
 
 static const char *test_model(const char *name) {
@@ -95,4 +103,30 @@ TEST(identity_chapters_shared_reference_models) {
         snprintf(prompt, sizeof prompt, "%s/reference/golden/prompts/p2_chatml.txt", shared);
         check_identity(model, prompt, 16, "--ignore-eos --backend scalar");
     }
+}
+
+/* The paged cache at block sizes that divide nothing, one position a block
+ * and more than the whole sequence, against the full recompute of its chapter,
+ * and on the parallel backend with one and two threads. */
+TEST(identity_paged_block_sizes_and_threads) {
+    RunMode all[16], modes[8];
+    int na = run_modes(all, 16), nm = 0;
+    const char *chapter = NULL;
+    for (int i = 0; i < na; i++)
+        if (strcmp(all[i].flags, "--kv paged") == 0) chapter = all[i].chapter;
+    if (!chapter) SKIP("no chapter has a paged cache");
+    const char *flags[] = {"--kv none", "--kv paged --kv-block-size 1", "--kv paged --kv-block-size 5",
+                           "--kv paged --kv-block-size 16", "--kv paged --kv-block-size 64", "--kv basic"};
+    for (int i = 0; i < 6; i++) {
+        modes[nm] = (RunMode){0};
+        snprintf(modes[nm].chapter, sizeof modes[nm].chapter, "%.31s", chapter);
+        snprintf(modes[nm].flags, sizeof modes[nm].flags, "%s", flags[i]);
+        nm++;
+    }
+    const char *p = write_prompt("p-blocks.txt", "<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n");
+    compare_modes(modes, nm, test_model("small-q8_0"), p, 24, "--ignore-eos --backend scalar");
+    RunMode threads[3] = {{"", "--kv none --threads 1"}, {"", "--kv paged --kv-block-size 3 --threads 2"},
+                          {"", "--kv paged --threads 1"}};
+    for (int i = 0; i < 3; i++) snprintf(threads[i].chapter, sizeof threads[i].chapter, "%.31s", chapter);
+    compare_modes(threads, 3, test_model("small-q8_0"), p, 12, "--ignore-eos --backend parallel");
 }

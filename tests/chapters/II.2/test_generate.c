@@ -28,7 +28,9 @@ static bool open_session(Session *s, const char *model, const char *kv, const ch
 
 TEST(II2_generate_with_cache_matches_without) {
     Session a, b;
-    if (!open_session(&a, "small-q8_0", NULL, "10") || !open_session(&b, "small-q8_0", "basic", "10")) return;
+    if (!open_session(&a, "small-q8_0", "none", "10") || !open_session(&b, "small-q8_0", NULL, "10")) return;
+    CHECK(a.opt.kv == NULL);
+    CHECK_STR(b.opt.kv, "basic"); /* the chapter's lesson is its default */
     generate(&a);
     generate(&b);
     CHECK_EQ_INT(b.metrics.n_steps, 10);
