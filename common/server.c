@@ -98,6 +98,27 @@ static int flag_int(const char *flag, const char *v, long lo, long hi, long *out
     return 0;
 }
 
+/* "HOST:PORT" or "[IPv6]:PORT" into host and port. */
+static int split_bind(const char *bind, char *host, size_t cap, char *port, char *err) {
+    const char *colon = strrchr(bind, ':');
+    const char *h = bind, *he = colon;
+    if (bind[0] == '[') {
+        const char *close = strchr(bind, ']');
+        if (!close || close[1] != ':') colon = NULL;
+        h = bind + 1;
+        he = close;
+    }
+    if (!colon || he == h || (size_t)(he - h) >= cap || !colon[1] || strlen(colon + 1) > 5 ||
+        strspn(colon + 1, "0123456789") != strlen(colon + 1) || atoi(colon + 1) > 65535) {
+        err_set(err, "--bind wants HOST:PORT (e.g. 127.0.0.1:8080), got '%s'", bind);
+        return -1;
+    }
+    memcpy(host, h, (size_t)(he - h));
+    host[he - h] = '\0';
+    strcpy(port, colon + 1);
+    return 0;
+}
+
 int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err) {
     const char *a = argv[*i];
     static const char *const with_value[] = {"--bind", "--api-key", "--max-connections", "--timeout", "--max-body", "--model-name"};
@@ -116,7 +137,12 @@ int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err
     const char *v = argv[++*i];
     long x = 0;
     switch (k) {
-    case 0: c->bind = v; break;
+    case 0: {
+        char host[64], port[8];
+        if (split_bind(v, host, sizeof host, port, err) != 0) return -1;
+        c->bind = v;
+        break;
+    }
     case 1:
         if (!*v) {
             err_set(err, "--api-key must not be empty");
@@ -649,27 +675,6 @@ static void *accept_main(void *arg) {
 }
 
 /* ---- listening, starting, stopping ------------------------------------------------------------------- */
-
-/* "HOST:PORT" or "[IPv6]:PORT" into host and port. */
-static int split_bind(const char *bind, char *host, size_t cap, char *port, char *err) {
-    const char *colon = strrchr(bind, ':');
-    const char *h = bind, *he = colon;
-    if (bind[0] == '[') {
-        const char *close = strchr(bind, ']');
-        if (!close || close[1] != ':') colon = NULL;
-        h = bind + 1;
-        he = close;
-    }
-    if (!colon || he == h || (size_t)(he - h) >= cap || !colon[1] || strlen(colon + 1) > 5 ||
-        strspn(colon + 1, "0123456789") != strlen(colon + 1) || atoi(colon + 1) > 65535) {
-        err_set(err, "--bind wants HOST:PORT (e.g. 127.0.0.1:8080), got '%s'", bind);
-        return -1;
-    }
-    memcpy(host, h, (size_t)(he - h));
-    host[he - h] = '\0';
-    strcpy(port, colon + 1);
-    return 0;
-}
 
 static int listen_on(Server *s, char *err) {
     char port[8];
