@@ -103,21 +103,15 @@ static int open_sequence(Serve *s, const GenInput *in, Sequence *seq, char *err)
 
 /* Prefill, then one decode step per token, each sampled by r's own Sampler,
  * until r ends itself, is cancelled or the server stops, or the sequence is
- * full ("length"). The cache goes back to the pool on every path. */
+ * full. The cache goes back to the pool on every path. Returns 0 (the
+ * caller finishes r: "length" if it did not end itself) or the HTTP status
+ * of a failure, with err. */
 /* EXERCISE serve-run "Run one request: prefill, decode, give the cache back" 4 points; tests: III4_serve_run III4_serve_cancel_running */
-static void run_request(Serve *s, GenRequest *r) {
+static int run_request(Serve *s, GenRequest *r, char *err) {
     const GenInput *in = gen_input(r);
-    char err[ERR_MAX];
     Sequence seq;
-    gen_begin(r);
-    if (gen_cancelled(r)) {
-        gen_finish(r);
-        return;
-    }
-    if (open_sequence(s, in, &seq, err) != 0) {
-        gen_fail(r, 500, err);
-        return;
-    }
+    if (gen_cancelled(r)) return 0;
+    if (open_sequence(s, in, &seq, err) != 0) return 500;
     Sampler *sampler = sampler_create(&in->sampling, s->cfg.model->cfg.vocab_size);
     int status = 0;
     if (!sampler) {
@@ -145,8 +139,7 @@ static void run_request(Serve *s, GenRequest *r) {
     }
     seq_free(&seq);
     sampler_free(sampler);
-    if (status) gen_fail(r, status, err);
-    else gen_finish(r);
+    return status;
 }
 
 static void *worker_main(void *arg) {
@@ -158,10 +151,14 @@ static void *worker_main(void *arg) {
         s->running = r;
         pthread_mutex_unlock(&s->mu);
         if (!r) return NULL;
-        run_request(s, r);
+        char err[ERR_MAX];
+        gen_begin(r);
+        int status = run_request(s, r, err);
         pthread_mutex_lock(&s->mu);
-        s->running = NULL;
+        s->running = NULL; /* before r ends: its client may send the next request at once */
         pthread_mutex_unlock(&s->mu);
+        if (status) gen_fail(r, status, err);
+        else gen_finish(r);
     }
 }
 
