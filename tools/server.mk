@@ -1,0 +1,39 @@
+# chat-server's end-to-end tests (included by the Makefile): build/tests/server
+# starts each chapter's chat-server on a free port of 127.0.0.1 and talks to
+# it over real sockets, in C and through the official `openai` npm client.
+#
+#   make server-test-deps    installs the openai package into build/node (needs npm)
+#   build/tests/server       runs the tests (make test runs them with the rest)
+
+# The chapters that have a chat-server; the test binary drives each.
+SERVER_CHAPTERS = $(foreach c,$(CHAPTERS),$(if $(wildcard chapters/$(c)/chat-server.c),$(c)))
+
+# A wider model than the default one, so that on one scalar thread a request
+# takes long enough for a test to act while it runs (a queue, a disconnect).
+SERVER_SLOW_MODEL = $(BUILD)/models/server-slow.gguf
+$(BUILD)/models/server-slow.gguf: $(BUILD)/tools/mkmodel
+	@mkdir -p $(dir $@)
+	$(BUILD)/tools/mkmodel --layers 4 --hidden 512 --heads 8 --kv-heads 4 --head-dim 64 --ffn 2048 --ctx 512 \
+	  --type f32 -o $@
+
+# The official client, from the npm registry. Without npm the node test says
+# so and is skipped; CI (.ci/run) installs npm first, so there it runs.
+NODE_OPENAI = $(BUILD)/node/node_modules/openai/package.json
+$(BUILD)/node/node_modules/openai/package.json:
+	@mkdir -p $(BUILD)/node
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix $(BUILD)/node --no-audit --no-fund --loglevel=error openai@6 \
+	    || echo "server tests: 'npm install openai' failed: the openai client test will be skipped"; \
+	else echo "server tests: npm not found: the openai client test will be skipped (apt-get install npm)"; fi
+
+.PHONY: server-test-deps
+server-test-deps: $(NODE_OPENAI)
+
+SERVER_TEST_SRC = $(wildcard tests/server/*.c)
+$(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/harness.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Icommon -DSERVER_CHAPTERS='"$(SERVER_CHAPTERS)"' -o $@ \
+	  $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
+
+EXTRA_TESTS += $(if $(SERVER_CHAPTERS),$(BUILD)/tests/server)
+test: $(SERVER_SLOW_MODEL) $(NODE_OPENAI)
