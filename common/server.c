@@ -211,6 +211,7 @@ static void metrics_text(Server *s, Buf *out) {
     prom_header(out, "chat_server_connections_refused_total", "counter", "Connections refused past --max-connections.");
     prom_sample(out, "chat_server_connections_refused_total", NULL, (double)s->refused);
     pthread_mutex_unlock(&s->mu);
+    if (s->engine->metrics) s->engine->metrics(s->engine, out);
 }
 
 /* ---- answering ------------------------------------------------------------------------------- */

@@ -141,6 +141,10 @@ struct Engine {
     /* Appends the JSON of a debug view ("kv": the KV pool map, "slots": III.7's
      * slots); -1 if the engine has no such view. */
     int (*debug_json)(Engine *e, const char *view, Buf *out);
+    /* Appends the engine's own families to /metrics in Prometheus' text
+     * format (III.7: the prefix cache's hits and evictions, preemptions);
+     * NULL if it has none. */
+    void (*metrics)(Engine *e, Buf *out);
     /* Stops taking requests, fails every queued and running one with 503
      * "the server is shutting down" and returns when the engine is idle. */
     void (*shutdown)(Engine *e);

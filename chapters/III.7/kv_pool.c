@@ -37,6 +37,7 @@ KvPool *kv_pool_create(const Qwen3Config *c, int block_size, int n_blocks, char 
     }
     p->ref = xcalloc((size_t)n_blocks, sizeof(int));
     p->fill = xcalloc((size_t)n_blocks, sizeof(int));
+    p->cached = xcalloc((size_t)n_blocks, 1);
     p->free_list = xmalloc(sizeof(int) * (size_t)n_blocks);
     for (int i = 0; i < n_blocks; i++) p->free_list[i] = n_blocks - 1 - i; /* block 0 on top */
     p->n_free = n_blocks;
@@ -50,6 +51,7 @@ void kv_pool_free(KvPool *p) {
     free(p->data);
     free(p->ref);
     free(p->fill);
+    free(p->cached);
     free(p->free_list);
     free(p);
 }
@@ -118,9 +120,15 @@ void kv_pool_detach(KvPool *p, KvBlockTable *t) {
     kv_pool_unlock(p);
 }
 
+int kv_pool_cached_only(const KvPool *p) {
+    int n = 0;
+    for (int b = 0; b < p->n_blocks; b++) n += p->cached[b] && p->ref[b] == 1;
+    return n;
+}
+
 void kv_pool_stats(const KvPool *p, int *used, int *total) {
     kv_pool_lock(p);
-    *used = p->n_blocks - p->n_free;
+    *used = p->n_blocks - p->n_free - kv_pool_cached_only(p);
     *total = p->n_blocks;
     kv_pool_unlock(p);
 }
@@ -148,19 +156,20 @@ void kv_pool_trace(const KvPool *p, const KvBlockTable *t, Buf *out) {
     kv_pool_unlock(p);
 }
 
-/* '.' a free block, '1'..'9' its reference count, '+' ten or more. */
-static char map_char(int ref) {
-    return ref == 0 ? '.' : ref < 10 ? (char)('0' + ref) : '+';
+/* '.' a free block, 'c' one only the prefix cache holds, '1'..'9' its
+ * reference count, '+' ten or more. */
+static char map_char(int ref, bool cached) {
+    return ref == 0 ? '.' : ref == 1 && cached ? 'c' : ref < 10 ? (char)('0' + ref) : '+';
 }
 
 void kv_pool_json(const KvPool *p, Buf *out) {
     kv_pool_lock(p);
-    int used = p->n_blocks - p->n_free;
+    int cached = kv_pool_cached_only(p), used = p->n_blocks - p->n_free - cached;
     buf_printf(out,
-               "{\"block_size\":%d,\"blocks_total\":%d,\"blocks_used\":%d,\"blocks_free\":%d,"
+               "{\"block_size\":%d,\"blocks_total\":%d,\"blocks_used\":%d,\"blocks_cached\":%d,\"blocks_free\":%d,"
                "\"tokens_total\":%ld,\"mib\":%.3f,\"map\":\"",
-               p->block_size, p->n_blocks, used, p->n_free, (long)p->n_blocks * p->block_size, pool_mib(p));
-    for (int b = 0; b < p->n_blocks; b++) buf_printf(out, "%c", map_char(p->ref[b]));
+               p->block_size, p->n_blocks, used, cached, p->n_free, (long)p->n_blocks * p->block_size, pool_mib(p));
+    for (int b = 0; b < p->n_blocks; b++) buf_printf(out, "%c", map_char(p->ref[b], p->cached[b]));
     buf_puts(out, "\",\"used\":[");
     for (int b = 0, k = 0; b < p->n_blocks; b++)
         if (p->ref[b] > 0) buf_printf(out, "%s{\"id\":%d,\"ref\":%d,\"fill\":%d}", k++ ? "," : "", b, p->ref[b], p->fill[b]);

@@ -45,6 +45,7 @@ typedef struct KvPool {
     float *data;               /* [n_blocks, n_layers, 2, block_size, kv_dim]: per layer, K rows then V rows */
     int *ref;                  /* [n_blocks] holders of each block; 0 = free */
     int *fill;                 /* [n_blocks] positions written in each block */
+    unsigned char *cached;     /* [n_blocks] 1 when one of the references is the prefix cache's */
     int *free_list;            /* [n_blocks] a stack of free block ids: the last freed is reused first */
     int n_free;
     KvBlockTable *tables;      /* the block tables drawing on the pool */
@@ -79,14 +80,18 @@ float *kv_pool_values(const KvPool *p, int b, int layer);
 void kv_pool_attach(KvPool *p, KvBlockTable *t);
 void kv_pool_detach(KvPool *p, KvBlockTable *t);
 
-/* Blocks in use and in all. */
+/* Blocks in use and in all. A block only the prefix cache holds is not in
+ * use: a reserve takes it back when it needs it (it is counted as cached). */
 void kv_pool_stats(const KvPool *p, int *used, int *total);
+/* Blocks only the prefix cache holds; the pool is locked. */
+int kv_pool_cached_only(const KvPool *p);
 /* One line: blocks, positions and MiB (printed at start-up). */
 void kv_pool_report(const KvPool *p, FILE *out);
 /* One line: a table's blocks (id:fill, xN when shared) and the pool's occupancy. */
 void kv_pool_trace(const KvPool *p, const KvBlockTable *t, Buf *out);
 /* The pool map as JSON: sizes, a one-character-per-block map, every used
- * block's reference count and fill, and every table's blocks (GET /v1/kv). */
+ * block's reference count and fill, and every table's blocks (GET /v1/kv).
+ * Blocks only the prefix cache holds are shown as 'c' and counted apart. */
 void kv_pool_json(const KvPool *p, Buf *out);
 
 #endif

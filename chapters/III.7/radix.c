@@ -123,14 +123,6 @@ int radix_match(RadixTree *t, const int32_t *tokens, int n, int *blocks) {
     return m;
 }
 
-/* Blocks only the tree holds, below node. */
-static int count_evictable(const RadixTree *t, const RadixNode *node) {
-    int n = 0;
-    for (int i = 0; i < node->n_blocks; i++) n += t->pool->ref[node->blocks[i]] == 1;
-    for (int i = 0; i < node->n_children; i++) n += count_evictable(t, node->children[i]);
-    return n;
-}
-
 int radix_peek(RadixTree *t, const int32_t *tokens, int n, int *available) {
     int *blocks = xmalloc(sizeof(int) * (size_t)(blocks_for(t, n) + 1));
     kv_pool_lock(t->pool);
@@ -138,7 +130,7 @@ int radix_peek(RadixTree *t, const int32_t *tokens, int n, int *available) {
     int m = n > 0 ? longest_prefix(t, tokens, n, blocks, &last) : 0;
     int reused_evictable = 0;
     for (int i = 0; i < blocks_for(t, m); i++) reused_evictable += t->pool->ref[blocks[i]] == 1;
-    *available = t->pool->n_free + count_evictable(t, t->root) - reused_evictable;
+    *available = t->pool->n_free + kv_pool_cached_only(t->pool) - reused_evictable;
     kv_pool_unlock(t->pool);
     free(blocks);
     return m;
@@ -172,7 +164,10 @@ static RadixNode *split(RadixTree *t, RadixNode *node, int j) {
 static void add_leaf(RadixTree *t, RadixNode *node, const int32_t *tokens, const int *blocks, int n_blocks,
                      uint64_t now) {
     RadixNode *leaf = node_new(t, tokens, blocks, n_blocks);
-    for (int i = 0; i < n_blocks; i++) kv_pool_ref(t->pool, blocks[i]);
+    for (int i = 0; i < n_blocks; i++) {
+        kv_pool_ref(t->pool, blocks[i]);
+        t->pool->cached[blocks[i]] = 1;
+    }
     leaf->last_use = now;
     add_child(node, leaf);
     t->stats.blocks += n_blocks;
@@ -224,7 +219,9 @@ static int evict_locked(RadixTree *t, int n) {
     RadixNode *leaf;
     while (freed < n && (leaf = lru_leaf(t, t->root, NULL))) {
         while (freed < n && leaf->n_blocks > 0 && t->pool->ref[leaf->blocks[leaf->n_blocks - 1]] == 1) {
-            kv_pool_release(t->pool, leaf->blocks[--leaf->n_blocks]);
+            int b = leaf->blocks[--leaf->n_blocks];
+            t->pool->cached[b] = 0;
+            kv_pool_release(t->pool, b);
             freed++;
         }
         if (leaf->n_blocks == 0) {
@@ -249,7 +246,7 @@ int radix_evict(RadixTree *t, int n) {
  * anyway does not empty the cache for nothing. */
 static int reclaim(void *ctx, int n) {
     RadixTree *t = ctx;
-    return count_evictable(t, t->root) < n ? 0 : evict_locked(t, n);
+    return kv_pool_cached_only(t->pool) < n ? 0 : evict_locked(t, n);
 }
 
 /* ---- the tree ---------------------------------------------------------------------------- */
@@ -264,7 +261,10 @@ RadixTree *radix_create(KvPool *pool) {
 }
 
 static void release_all(RadixTree *t, RadixNode *node) {
-    for (int i = 0; i < node->n_blocks; i++) kv_pool_release(t->pool, node->blocks[i]);
+    for (int i = 0; i < node->n_blocks; i++) {
+        t->pool->cached[node->blocks[i]] = 0;
+        kv_pool_release(t->pool, node->blocks[i]);
+    }
     for (int i = 0; i < node->n_children; i++) release_all(t, node->children[i]);
 }
 
@@ -281,7 +281,7 @@ void radix_free(RadixTree *t) {
 RadixStats radix_stats(RadixTree *t) {
     kv_pool_lock(t->pool);
     RadixStats s = t->stats;
-    s.evictable = count_evictable(t, t->root);
+    s.evictable = kv_pool_cached_only(t->pool);
     kv_pool_unlock(t->pool);
     return s;
 }
@@ -312,7 +312,7 @@ void radix_json(RadixTree *t, Buf *out) {
                "{\"block_size\":%d,\"nodes\":%d,\"blocks\":%d,\"evictable_blocks\":%d,\"clock\":%llu,"
                "\"lookups\":%llu,\"hits\":%llu,\"misses\":%llu,\"cached_tokens\":%llu,"
                "\"inserted_blocks\":%llu,\"evicted_blocks\":%llu,\"root\":",
-               t->block_size, s->nodes, s->blocks, count_evictable(t, t->root), (unsigned long long)t->clock,
+               t->block_size, s->nodes, s->blocks, kv_pool_cached_only(t->pool), (unsigned long long)t->clock,
                (unsigned long long)s->lookups, (unsigned long long)s->hits,
                (unsigned long long)(s->lookups - s->hits), (unsigned long long)s->cached_tokens,
                (unsigned long long)s->inserted_blocks, (unsigned long long)s->evicted_blocks);

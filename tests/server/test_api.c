@@ -157,7 +157,9 @@ TEST(server_chat_usage_logprobs_and_ids) {
         CHECK(n >= 1 && n <= 5);
         CHECK_EQ_INT(json_number_at(v, "usage", "total_tokens", NULL),
                      json_number_at(v, "usage", "prompt_tokens", NULL) + n);
-        CHECK_EQ_INT(json_number_at(v, "usage", "prompt_tokens_details", "cached_tokens", NULL), 0);
+        double cached = json_number_at(v, "usage", "prompt_tokens_details", "cached_tokens", NULL);
+        CHECK_MSG(one_at_a_time(c) ? cached == 0 : cached >= 0 && cached < json_number_at(v, "usage", "prompt_tokens", NULL),
+                  "%s: cached_tokens %g", c, cached); /* III.7's prefix cache may hold the template's first blocks */
         CHECK(json_number_at(v, "timings", "predicted_n", NULL) == n);
         CHECK(json_number_at(v, "timings", "prompt_ms", NULL) >= 0);
         const JsonValue *lp = json_get(json_get(&json_get(v, "choices")->items[0], "logprobs"), "content");

@@ -19,10 +19,18 @@ static KvPool *make_pool(int block_size, int n_blocks) {
     return p;
 }
 
+/* Blocks on the free list (those only the tree holds are not). */
 static int free_blocks(const KvPool *p) {
+    kv_pool_lock(p);
+    int n = p->n_free;
+    kv_pool_unlock(p);
+    return n;
+}
+
+static int used_blocks(const KvPool *p) {
     int used, total;
     kv_pool_stats(p, &used, &total);
-    return total - used;
+    return used;
 }
 
 /* A finished "sequence": n_blocks fresh blocks of the pool, as a sequence
@@ -58,7 +66,10 @@ TEST(III7_radix_match_finds_the_longest_cached_prefix) {
     count_from(a, 12, 100);
     cache_sequence(t, a, 12, blocks);
     CHECK_EQ_INT(free_blocks(p), 13);
+    CHECK_EQ_INT(used_blocks(p), 0); /* only the tree holds them: not in use */
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(p->cached[blocks[i]], 1);
     CHECK_EQ_INT(radix_match(t, a, 12, got), 12); /* the whole of it */
+    CHECK_EQ_INT(used_blocks(p), 3);                /* held by the caller too: in use */
     for (int i = 0; i < 3; i++) {
         CHECK_EQ_INT(got[i], blocks[i]);
         CHECK_EQ_INT(p->ref[blocks[i]], 2); /* the tree's and the caller's */
@@ -225,6 +236,11 @@ TEST(III7_radix_evict_least_recently_used_unreferenced_leaves_first) {
     drop_blocks(p, got, 2);
     CHECK_EQ_INT(radix_match(t, c, 4, got), 4); /* c is held by a sequence: not evictable */
     CHECK_EQ_INT(radix_stats(t).evictable, 4);
+    Buf j = {0};
+    kv_pool_json(p, &j);
+    CHECK(strstr(j.data, "\"blocks_used\":2,\"blocks_cached\":4,\"blocks_free\":10") != NULL);
+    CHECK(strstr(j.data, "\"map\":\"cccc22..........\"") != NULL);
+    buf_free(&j);
     CHECK_EQ_INT(radix_evict(t, 1), 1); /* b's last block first */
     CHECK_EQ_INT(p->ref[bb[1]], 0);
     CHECK_EQ_INT(p->ref[bb[0]], 1);

@@ -1,0 +1,64 @@
+/* scheduler.h: chapter III.7's engine behind chat-server (the book's stage
+ * III.6): many requests at once, each in a slot of its own.
+ *
+ * Requests wait in a bounded queue (--queue N; past it 503). One engine
+ * thread runs ticks; each tick
+ *   1. drops the requests whose clients went away,
+ *   2. admits waiting requests, oldest first, while a slot is free and the
+ *      pool has the blocks for the prompt (the oldest is never passed over,
+ *      so nobody starves), reusing what the prefix cache holds (radix.h),
+ *   3. prefills the admitted ones, at most --prefill-chunk prompt tokens per
+ *      tick over every slot, so a long prompt delays the others' next token
+ *      by one chunk, not by its whole length,
+ *   4. runs one decode step for every slot past its prompt, and gives each
+ *      request the token its own Sampler (parameters, seed) chooses.
+ * A request that ends (its end token, a stop string, max_tokens, no room
+ * left, its client gone) gives back its slot and blocks at once; its full
+ * blocks stay in the prefix cache for the next request. When the pool runs
+ * out mid-generation, the youngest request is preempted: its blocks go back
+ * and it waits again, to be recomputed (prompt and tokens so far) when it
+ * is admitted again, and it continues exactly where it was. */
+#ifndef SCHEDULER_H
+#define SCHEDULER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "kv_cache.h"
+#include "qwen3.h"
+#include "server.h"
+
+typedef struct {
+    const Qwen3Model *model;
+    Backend *be;
+    const char *kv_kind;  /* "paged" or "basic" (kv_cache_create) */
+    KvPool *pool;         /* shared by every request; NULL for basic */
+    int ctx;              /* the longest sequence, prompt + generated */
+    int queue;            /* requests that may wait (>= 0) */
+    int max_concurrent;   /* slots (>= 1) */
+    int prefill_chunk;    /* prompt tokens prefilled per tick, over all slots (>= 1) */
+    bool prefix_cache;    /* share cached prefixes (a paged pool only) */
+    FILE *trace;          /* --trace-scheduler: a line per tick that did something; NULL: none */
+    bool manual;          /* tests: no engine thread; sched_tick runs the ticks */
+} SchedConfig;
+
+#define SCHED_DEFAULT_SLOTS 4
+#define SCHED_DEFAULT_QUEUE 64
+#define SCHED_DEFAULT_PREFILL_CHUNK 256
+
+/* The engine (server.h) with its thread started; NULL with err. It keeps
+ * pointers to everything in c, which must outlive it. */
+Engine *sched_engine_create(const SchedConfig *c, char *err);
+/* One tick (with SchedConfig.manual); true while requests run or wait. */
+bool sched_tick(Engine *e);
+
+/* Counters since the engine was made. */
+typedef struct {
+    uint64_t ticks, admitted, preemptions;
+    uint64_t prefix_lookups, prefix_hits, prefix_cached_tokens, prefix_evicted_blocks;
+    int prefix_blocks;    /* blocks the prefix cache holds now */
+} SchedStats;
+SchedStats sched_stats(Engine *e);
+
+#endif
