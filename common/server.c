@@ -3,6 +3,9 @@
  * one after another (keep-alive) and answers each; a generation request goes
  * to the engine, and the thread relays what the engine produces to the
  * client, watching for the client to go away meanwhile. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* POLLRDHUP, accept4, pipe2, memmem */
+#endif
 #include "server.h"
 
 #include <errno.h>
@@ -339,6 +342,7 @@ static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const 
         gen_piece_free(&p);
     }
     const GenResult *res = gen_result(r);
+    count_generation(x->s, res); /* before the client can see the end */
     if (x->gone || res->cancelled) {
         x->status = 499;
         x->keep_alive = false;
@@ -382,6 +386,7 @@ static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const O
         gen_piece_free(&p);
     }
     const GenResult *res = gen_result(r);
+    count_generation(x->s, res); /* before the client can see the end */
     if (x->gone || res->cancelled) {
         x->status = 499;
         x->keep_alive = false;
@@ -435,7 +440,6 @@ static void route_generate(Exchange *x, OaiKind kind) {
         if (q.stream) stream_reply(x, r, &q, &a);
         else whole_reply(x, r, &q, &a);
         const GenResult *res = gen_result(r);
-        count_generation(s, res);
         if (!x->note[0])
             snprintf(x->note, sizeof x->note, "%s prompt %d (cached %d), generated %d, %s%s", in.id, res->n_prompt,
                      res->n_cached, res->n_generated, res->finish_reason ? res->finish_reason : "-",

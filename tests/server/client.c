@@ -1,4 +1,7 @@
 /* client.c: see client.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* POLLRDHUP, accept4, pipe2, memmem */
+#endif
 #include "client.h"
 
 #include <arpa/inet.h>
