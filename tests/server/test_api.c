@@ -37,14 +37,9 @@ static bool post_stream(int port, const char *path, const char *json, Buf *text,
 }
 
 TEST(server_openai_node_client) {
-    char module[512];
-    snprintf(module, sizeof module, "%s/node/node_modules/openai/package.json", test_build_dir());
-    if (system("node --version > /dev/null 2>&1") != 0) SKIP("node is not installed: the openai client test needs it (CI installs it)");
-    if (access(module, R_OK) != 0) SKIP("the openai npm package is missing: make test installs it with npm into build/node");
-    char script[512], cmd[2048];
-    snprintf(script, sizeof script, "%s/node/openai_client.mjs", test_build_dir());
-    snprintf(cmd, sizeof cmd, "cp tests/server/openai_client.mjs '%s'", script); /* beside its node_modules */
-    CHECK(system(cmd) == 0);
+    const char *why, *script = openai_client_script(&why);
+    if (!script) SKIP(why);
+    char cmd[2048];
     FOR_EACH_SERVER_CHAPTER(c) {
         ServerProc *s = fast_server(c);
         if (!s) continue;

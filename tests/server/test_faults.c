@@ -267,10 +267,10 @@ TEST(server_api_key) {
         const char *right = "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n";
         CHECK(http_exchange(s.port, right, strlen(right), &r, 5000) && r.status == 200);
         http_reply_free(&r);
-        char module[512], cmd[1024];
-        snprintf(module, sizeof module, "%s/node/openai_client.mjs", test_build_dir());
-        if (access(module, R_OK) == 0 && system("node --version > /dev/null 2>&1") == 0) {
-            snprintf(cmd, sizeof cmd, "node '%s' http://127.0.0.1:%d/v1 sesame > /dev/null 2>&1", module, s.port);
+        const char *why, *script = openai_client_script(&why);
+        char cmd[1024];
+        if (script) {
+            snprintf(cmd, sizeof cmd, "node '%s' http://127.0.0.1:%d/v1 sesame > /dev/null 2>&1", script, s.port);
             CHECK_MSG(system(cmd) == 0, "%s: the openai client with an API key failed", c);
         }
         CHECK_EQ_INT(server_proc_stop(&s, SIGTERM), 0);
