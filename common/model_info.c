@@ -63,20 +63,17 @@ static void print_shape(FILE *out, const GgufFile *g) {
         return;
     }
     fprintf(out, LABEL "%.*s\n", "architecture", (int)(arch.len > 40 ? 40 : arch.len), arch.ptr);
+    static const struct { const char *key, *after; } SHAPE[] = {
+        {"qwen3.block_count", " layers, hidden "},         {"qwen3.embedding_length", ", ffn "},
+        {"qwen3.feed_forward_length", ", "},               {"qwen3.attention.head_count", " query heads and "},
+        {"qwen3.attention.head_count_kv", " key/value heads of "}, {"qwen3.attention.key_length", ", context "},
+        {"qwen3.context_length", ""},
+    };
     fprintf(out, LABEL, "shape");
-    print_u32(out, g, "qwen3.block_count");
-    fprintf(out, " layers, hidden ");
-    print_u32(out, g, "qwen3.embedding_length");
-    fprintf(out, ", ffn ");
-    print_u32(out, g, "qwen3.feed_forward_length");
-    fprintf(out, ", ");
-    print_u32(out, g, "qwen3.attention.head_count");
-    fprintf(out, " query heads and ");
-    print_u32(out, g, "qwen3.attention.head_count_kv");
-    fprintf(out, " key/value heads of ");
-    print_u32(out, g, "qwen3.attention.key_length");
-    fprintf(out, ", context ");
-    print_u32(out, g, "qwen3.context_length");
+    for (size_t i = 0; i < sizeof SHAPE / sizeof SHAPE[0]; i++) {
+        print_u32(out, g, SHAPE[i].key);
+        fputs(SHAPE[i].after, out);
+    }
     const GgufTensor *emb = gguf_find_tensor(g, "token_embd.weight");
     if (emb) fprintf(out, ", vocab %llu rows", (unsigned long long)emb->ne[1]);
     fprintf(out, "\n");

@@ -61,15 +61,27 @@ static void quant_q8_0_block(const float *x, uint8_t *b) {
     for (int j = 0; j < QK; j++) qs[j] = (int8_t)clampi(nearest(x[j] * id), -127, 127);
 }
 
-/* Q4_0: d = max/-8 with the signed value of largest magnitude, so that value
- * maps exactly to the code -8 and the other side gets up to +7. */
-static void quant_q4_0_block(const float *x, uint8_t *b) {
-    float d = signed_max(x, QK) / -8.0f;
+/* Q4_0 / Q5_0: y = (q - half) * d with q in 0..2 half - 1 and d = max / -half,
+ * max the signed value of largest magnitude, so that value maps exactly to
+ * code 0 and the other side gets up to half - 1 steps. */
+static void quant_centred_block(const float *x, uint8_t *b, int half, int *code) {
+    float d = signed_max(x, QK) / (float)-half;
     float id = d != 0 ? 1.0f / d : 0;
     put_f16(b, d);
+    for (int j = 0; j < QK; j++) code[j] = clampi(nearest(x[j] * id) + half, 0, 2 * half - 1);
+}
+
+static void quant_q4_0_block(const float *x, uint8_t *b) {
     int code[QK];
-    for (int j = 0; j < QK; j++) code[j] = clampi(nearest(x[j] * id) + 8, 0, 15);
+    quant_centred_block(x, b, 8, code);
     pack_nibbles32(code, b + 2);
+}
+
+static void quant_q5_0_block(const float *x, uint8_t *b) {
+    int code[QK];
+    quant_centred_block(x, b, 16, code);
+    pack_fifth_bits(code, b + 2);
+    pack_nibbles32(code, b + 6);
 }
 
 /* Q4_1 / Q5_1: y = d * q + m with q in 0..qmax: the block's minimum becomes
@@ -100,17 +112,6 @@ static void quant_q5_1_block(const float *x, uint8_t *b) {
     quant_min_block(x, b, 31, code);
     pack_fifth_bits(code, b + 4);
     pack_nibbles32(code, b + 8);
-}
-
-/* Q5_0: as Q4_0 with 32 levels: the extreme value maps to code 0 (-16). */
-static void quant_q5_0_block(const float *x, uint8_t *b) {
-    float d = signed_max(x, QK) / -16.0f;
-    float id = d != 0 ? 1.0f / d : 0;
-    put_f16(b, d);
-    int code[QK];
-    for (int j = 0; j < QK; j++) code[j] = clampi(nearest(x[j] * id) + 16, 0, 31);
-    pack_fifth_bits(code, b + 2);
-    pack_nibbles32(code, b + 6);
 }
 
 /* ---- IQ4_NL, IQ4_XS ------------------------------------------------------ */

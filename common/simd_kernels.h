@@ -535,19 +535,24 @@ INLINE void K(k4_scales)(const uint8_t *sb, int b, K(WChunk) *o) {
 #endif
 }
 
-/* A Q4_K chunk: blocks 2k and 2k + 1 are the low and high nibbles of the same
- * 32 bytes qs[32k ..]. */
+/* The 4-bit codes of block b (AVX-512: blocks b, b + 1) of a Q4_K / Q5_K
+ * super-block whose codes start at qs: blocks 2k and 2k + 1 are the low and
+ * high nibbles of the same 32 bytes qs[32k ..]. */
+INLINE VI K(k4_codes)(const uint8_t *qs, int b) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (b / 2))), m4 = _mm256_set1_epi8(0x0F);
+    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#if SIMD_512
+    return K(join)(lo, hi);
+#else
+    return (b & 1) ? hi : lo;
+#endif
+}
+
 INLINE void K(decode_q4_k)(const uint8_t *row, int c, K(WChunk) *o) {
     const int per_sb = 8 / QB;
     const uint8_t *sb = row + (size_t)(c / per_sb) * 144;
     int b = (c % per_sb) * QB;
-    __m256i v = _mm256_loadu_si256((const __m256i *)(sb + 16 + 32 * (b / 2))), m4 = _mm256_set1_epi8(0x0F);
-    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-#if SIMD_512
-    o->u = K(join)(lo, hi);
-#else
-    o->u = (b & 1) ? hi : lo;
-#endif
+    o->u = K(k4_codes)(sb + 16, b);
     K(k4_scales)(sb, b, o);
 }
 
@@ -557,15 +562,13 @@ INLINE void K(decode_q5_k)(const uint8_t *row, int c, K(WChunk) *o) {
     const int per_sb = 8 / QB;
     const uint8_t *sb = row + (size_t)(c / per_sb) * 176;
     int b = (c % per_sb) * QB;
-    __m256i v = _mm256_loadu_si256((const __m256i *)(sb + 48 + 32 * (b / 2))), m4 = _mm256_set1_epi8(0x0F);
-    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
     __m256i qh = _mm256_loadu_si256((const __m256i *)(sb + 16));
 #if SIMD_512
     __m512i fifth = _mm512_and_si512(K(shift_halves)(qh, b, b + 1), _mm512_set1_epi8(1));
-    o->u = _mm512_or_si512(K(join)(lo, hi), _mm512_slli_epi16(fifth, 4));
+    o->u = _mm512_or_si512(K(k4_codes)(sb + 48, b), _mm512_slli_epi16(fifth, 4));
 #else
     __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(b)), _mm256_set1_epi8(1));
-    o->u = _mm256_or_si256((b & 1) ? hi : lo, _mm256_slli_epi16(fifth, 4));
+    o->u = _mm256_or_si256(K(k4_codes)(sb + 48, b), _mm256_slli_epi16(fifth, 4));
 #endif
     K(k4_scales)(sb, b, o);
 }

@@ -3,14 +3,16 @@
 # Qwen3-0.6B-shaped models with mkmodel (cached under build/bench/models/), and
 # runs tools/bench, which prints the table and writes build/bench/bench.md and
 # build/bench/bench.json. Knobs (make variables):
-#   BENCH_TYPES    weight types        (default: f32 f16 bf16 q8_0 q4_0)
+#   BENCH_TYPES    mkmodel --type of each model (default: f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k;
+#                  q4_0 is llama-quantize's mix: Q4_0 with Q4_1 in the first ffn_down layers;
+#                  any type mkmodel --help lists works)
 #   BENCH_BACKENDS backends            (default: simd parallel; add scalar for the reference,
 #                                       which takes minutes per type on these shapes)
 #   BENCH_THREADS  parallel threads    (default: one per core)
 #   BENCH_TOKENS   new tokens          (default: 64; chapters without a KV cache: 4)
 #   BENCH_RUNS     runs per figure, the best kept (default: 2)
 
-BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0
+BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k
 BENCH_BACKENDS ?= simd parallel
 BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64
