@@ -37,6 +37,8 @@ void cli_usage_extra(FILE *f, const char *prog, const char *const *kv_modes, con
     fprintf(f, "  --json             print one JSON object with the text and metrics at the end\n");
     fprintf(f, "  --quiet            print only the metrics block (no text, no step table)\n");
     fprintf(f, "  --logits F         write every step's logits to F (float32 rows, little-endian)\n");
+    fprintf(f, "  --info             describe the model file (shapes, tokenizer, tensor types, ignored\n");
+    fprintf(f, "                     keys, whether it runs here) and generate nothing\n");
     fprintf(f, "  --help             this text\n");
     fprintf(f, "\ndefaults: prompt \"%s\", max_new_tokens %d\n", DEFAULT_PROMPT, DEFAULT_MAX_NEW);
 }
@@ -124,6 +126,7 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
         else if (strcmp(a, "--ignore-eos") == 0) o->ignore_eos = true;
         else if (strcmp(a, "--json") == 0) o->json = o->quiet = true;
         else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (strcmp(a, "--info") == 0) o->info = true;
         else if (extra && (took = extra->parse(extra->flags, argc, argv, &i, err)) != 0) {
             if (took < 0) return -1;
         } else if (a[0] == '-' && a[1] != '\0') {

@@ -4,13 +4,14 @@
 # which prints the table and writes build/bench/bench.md and bench.json.
 #> make bench                                  benchmarks: bandwidth, prefill and decode speed of every
 #>                                             chapter, type and backend; knobs (make variables):
-#>   BENCH_TYPES=...                           weight types (default: f32 f16 bf16 q8_0 q4_0)
+#>   BENCH_TYPES=...                           weight types, any mkmodel --type (default: f32 f16 bf16 q8_0
+#>                                             q4_0 q5_k_m q6_k; q4_0 is llama-quantize's mix with Q4_1)
 #>   BENCH_BACKENDS=...                        backends (default: simd parallel; scalar: minutes per type)
 #>   BENCH_THREADS=N                           parallel threads (default: one per core)
 #>   BENCH_TOKENS=N                            new tokens (default: 64; chapters without a KV cache: 4)
 #>   BENCH_RUNS=N                              runs per figure, the best kept (default: 2)
 
-BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0
+BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k
 BENCH_BACKENDS ?= simd parallel
 BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64

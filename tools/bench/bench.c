@@ -1,7 +1,7 @@
 /* bench: the benchmark table of `make bench`.
  *
  *   bench [--build DIR] [--models DIR] [--out DIR] [--chapters "II.1 II.2"]
- *         [--types "f32 f16 bf16 q8_0 q4_0"] [--backends "simd parallel"]
+ *         [--types "f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k"] [--backends "simd parallel"]
  *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128] [--runs 2]
  *
  * For every chapter, weight type and backend it runs the chapter's
@@ -300,7 +300,7 @@ static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
                    .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2};
     o->n_chapters = split("II.1 II.2", o->chapters);
-    o->n_types = split("f32 f16 bf16 q8_0 q4_0", o->types);
+    o->n_types = split("f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k", o->types);
     o->n_backends = split("simd parallel", o->backends);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
