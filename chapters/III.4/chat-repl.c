@@ -251,7 +251,7 @@ static void run_turn(Repl *r, const char *line) {
     int rc = conv_turn(&r->conv, line, s, max_tokens, write_text, NULL, &interrupted, &st, err);
     sampler_free(s);
     if (rc == -1) {
-        fprintf(stderr, "chat-repl: this turn does not fit: %s (/reset starts over)\n", err);
+        fprintf(stderr, "chat-repl: this message is too long for the conversation: %s (/reset starts over)\n", err);
         return;
     }
     r->turns++;
@@ -294,11 +294,12 @@ static bool run_command(Repl *r, const char *line) {
         if (conv_reset(&r->conv, &st, err) != 0) fprintf(stderr, "chat-repl: %s\n", err);
         printf("[conversation reset: %d tokens rolled back, %d kept]\n", st.rolled_back, st.kept);
     } else if (strcmp(line, "/verify") == 0) {
-        KvCache *kv = kv_cache_create(r->conv.seq.kv->kind, &r->model.cfg, r->pool, err);
+        /* a basic cache: no blocks taken from the pool, and the check also crosses cache kinds */
+        KvCache *kv = kv_cache_create("basic", &r->model.cfg, NULL, err);
         int ok = kv ? conv_verify(&r->conv, kv, err) : -1;
         if (ok == 1)
-            printf("[verified: the cache holds the template's %d tokens, and its logits equal a fresh prefill's, "
-                   "bit for bit]\n", r->conv.seq.n_tokens);
+            printf("[verified: the cache holds the template's %d tokens, and its logits equal a fresh prefill's "
+                   "(basic cache), bit for bit]\n", r->conv.seq.n_tokens);
         else
             printf("[verify failed: %s]\n", err);
     } else if (strcmp(line, "/think on") == 0 || strcmp(line, "/think off") == 0) {

@@ -112,7 +112,7 @@ TEST(chat_repl_pipe_prefills_only_new_turns) {
         "/quit\n"
         "this line comes after /quit\n";
     char *out = NULL;
-    int rc = run_repl("--system '" SYSTEM "' --max-tokens 24 --seed 7 --kv basic --backend scalar", input, &out);
+    int rc = run_repl("--system '" SYSTEM "' --max-tokens 24 --seed 7 --backend scalar", input, &out);
     CHECK_EQ_INT(rc, 0);
     TurnLine t[8];
     int n = parse_turns(out, t, 8);
@@ -150,7 +150,7 @@ TEST(chat_repl_pipe_prefills_only_new_turns) {
     CHECK(strstr(out, "[thinking off]") != NULL);
     CHECK(strstr(out, "[conversation reset:") != NULL);
     CHECK(strstr(out, "thinking            off") != NULL);   /* /stats */
-    CHECK(strstr(out, "kv                  basic") != NULL);
+    CHECK(strstr(out, "kv                  paged, ") != NULL);
 done:
     free(out);
     tokenizer_free(tok);
@@ -222,7 +222,7 @@ TEST(chat_repl_bad_command_lines) {
     buf_puts(&in, "\nHi\n");
     CHECK_EQ_INT(run_repl("--max-tokens 4 --no-think", in.data, &out), 0);
     CHECK(strstr(out, "unknown command '/nope'") != NULL);
-    CHECK(strstr(out, "this turn does not fit") != NULL);
+    CHECK(strstr(out, "this message is too long for the conversation") != NULL);
     CHECK(strstr(out, "[turn 1 |") != NULL && strstr(out, "[turn 2 |") == NULL);   /* the refused one is no turn */
     buf_free(&in);
     free(out);
