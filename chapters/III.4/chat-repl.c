@@ -63,7 +63,8 @@ static void usage(FILE *f) {
             "  --top-k K  --top-p P  --min-p P\n"
             "  --presence-penalty X  --frequency-penalty X  (OpenAI's, -2..2)\n"
             "  --repetition-penalty X (1 is off)\n"
-            "  --seed N               the same seed and messages give the same replies (default: from the clock)\n"
+            "  --seed N               the same seed and messages give the same replies, on any machine\n"
+            "                         (turn k draws with N + k; default: from the clock, shown at start)\n"
             "KV cache:\n",
             backend_names());
     kv_flags_usage(f);
@@ -90,10 +91,8 @@ static int parse_int(const char *flag, const char *v, int lo, int *out, char *er
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > 1 << 30) {
-        err_set(err, "%s wants an integer >= %d, got '%s'", flag, lo, v);
-        return -1;
-    }
+    if (errno || end == v || *end || x < lo || x > 1 << 30)
+        return err_set(err, "%s wants an integer >= %d, got '%s'", flag, lo, v), -1;
     *out = (int)x;
     return 0;
 }
@@ -102,60 +101,59 @@ static int parse_float(const char *flag, const char *v, float *out, char *err) {
     char *end;
     errno = 0;
     float x = strtof(v, &end);
-    if (errno || end == v || *end) {
-        err_set(err, "%s wants a number, got '%s'", flag, v);
-        return -1;
-    }
+    if (errno || end == v || *end) return err_set(err, "%s wants a number, got '%s'", flag, v), -1;
     *out = x;
     return 0;
 }
 
-/* A sampling flag: sets the field in both modes. 1 taken, 0 not a sampling flag, -1 error. */
-static int parse_sampling_flag(ReplOptions *o, const char *flag, const char *v, char *err) {
-    static const struct {
-        const char *name;
-        size_t offset;
-    } floats[] = {
-        {"--temperature", offsetof(SamplerParams, temperature)},
-        {"--top-p", offsetof(SamplerParams, top_p)},
-        {"--min-p", offsetof(SamplerParams, min_p)},
-        {"--presence-penalty", offsetof(SamplerParams, presence_penalty)},
-        {"--frequency-penalty", offsetof(SamplerParams, frequency_penalty)},
-        {"--repetition-penalty", offsetof(SamplerParams, repetition_penalty)},
-    };
-    for (size_t i = 0; i < sizeof floats / sizeof *floats; i++) {
-        if (strcmp(flag, floats[i].name) != 0) continue;
-        float x;
-        if (parse_float(flag, v, &x, err) != 0) return -1;
-        *(float *)((char *)&o->thinking + floats[i].offset) = x;
-        *(float *)((char *)&o->plain + floats[i].offset) = x;
-        return 1;
-    }
-    if (strcmp(flag, "--top-k") == 0) {
-        if (parse_int(flag, v, 0, &o->thinking.top_k, err) != 0) return -1;
-        o->plain.top_k = o->thinking.top_k;
-        return 1;
-    }
-    if (strcmp(flag, "--seed") == 0) {
-        char *end;
-        errno = 0;
-        unsigned long long s = strtoull(v, &end, 10);
-        if (errno || end == v || *end || *v == '-') return err_set(err, "--seed wants an integer >= 0, got '%s'", v), -1;
-        o->thinking.seed = o->plain.seed = s;
-        return 1;
-    }
+static int parse_seed(const char *flag, const char *v, uint64_t *out, char *err) {
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || *v == '-') return err_set(err, "%s wants an integer >= 0, got '%s'", flag, v), -1;
+    *out = x;
     return 0;
 }
 
-/* Flags that take a value. */
-static bool takes_value(const char *a) {
-    static const char *const with_value[] = {"--system", "--max-tokens", "--ctx", "--backend", "--threads",
-                                             "--temperature", "--top-k", "--top-p", "--min-p",
-                                             "--presence-penalty", "--frequency-penalty",
-                                             "--repetition-penalty", "--seed", NULL};
-    for (int i = 0; with_value[i]; i++)
-        if (strcmp(a, with_value[i]) == 0) return true;
-    return false;
+/* The sampling flags that take a number: each sets the field in both modes. */
+static const struct {
+    const char *name;
+    size_t offset;
+} FLOAT_FLAGS[] = {
+    {"--temperature", offsetof(SamplerParams, temperature)},
+    {"--top-p", offsetof(SamplerParams, top_p)},
+    {"--min-p", offsetof(SamplerParams, min_p)},
+    {"--presence-penalty", offsetof(SamplerParams, presence_penalty)},
+    {"--frequency-penalty", offsetof(SamplerParams, frequency_penalty)},
+    {"--repetition-penalty", offsetof(SamplerParams, repetition_penalty)},
+};
+
+/* A flag followed by a value v (NULL when the command line ends): 1 taken,
+ * 0 not such a flag, -1 with err when v is missing or wrong. */
+static int parse_value_flag(ReplOptions *o, const char *flag, const char *v, char *err) {
+    static const char *const known[] = {"--system", "--backend", "--max-tokens", "--ctx",
+                                        "--threads", "--top-k", "--seed"};
+    bool found = false;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) found |= strcmp(flag, known[i]) == 0;
+    for (size_t i = 0; i < sizeof FLOAT_FLAGS / sizeof *FLOAT_FLAGS; i++) found |= strcmp(flag, FLOAT_FLAGS[i].name) == 0;
+    if (!found) return 0;
+    if (!v) return err_set(err, "%s needs a value", flag), -1;
+    int rc = 0;
+    for (size_t i = 0; i < sizeof FLOAT_FLAGS / sizeof *FLOAT_FLAGS; i++) {
+        if (strcmp(flag, FLOAT_FLAGS[i].name) != 0) continue;
+        float x = 0.0f;
+        rc = parse_float(flag, v, &x, err);
+        *(float *)((char *)&o->thinking + FLOAT_FLAGS[i].offset) = x;
+        *(float *)((char *)&o->plain + FLOAT_FLAGS[i].offset) = x;
+    }
+    if (strcmp(flag, "--top-k") == 0) rc = parse_int(flag, v, 0, &o->thinking.top_k, err), o->plain.top_k = o->thinking.top_k;
+    if (strcmp(flag, "--seed") == 0) rc = parse_seed(flag, v, &o->thinking.seed, err), o->plain.seed = o->thinking.seed;
+    if (strcmp(flag, "--system") == 0) o->system = v;
+    if (strcmp(flag, "--backend") == 0) o->backend = v;
+    if (strcmp(flag, "--max-tokens") == 0) rc = parse_int(flag, v, 1, &o->max_tokens, err);
+    if (strcmp(flag, "--ctx") == 0) rc = parse_int(flag, v, 1, &o->ctx, err);
+    if (strcmp(flag, "--threads") == 0) rc = parse_int(flag, v, 1, &o->threads, err);
+    return rc == 0 ? 1 : -1;
 }
 
 /* 0 to go on, 1 after --help, -1 with err. */
@@ -170,28 +168,23 @@ static int parse_args(ReplOptions *o, int argc, char **argv, char *err) {
         if (k < 0) return -1;
         if (k > 0) continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1;
-        if (strcmp(a, "--no-think") == 0) { o->think = false; continue; }
-        if (strcmp(a, "--greedy") == 0) { o->thinking.temperature = o->plain.temperature = 0.0f; continue; }
-        if (a[0] == '-' && a[1] && !takes_value(a)) return err_set(err, "unknown option '%s' (see --help)", a), -1;
-        if (a[0] == '-' && a[1]) {
-            if (i + 1 >= argc) return err_set(err, "%s needs a value", a), -1;
-            const char *v = argv[++i];
-            int s = parse_sampling_flag(o, a, v, err);
-            if (s < 0) return -1;
-            if (s > 0) continue;
-            if (strcmp(a, "--system") == 0) o->system = v;
-            else if (strcmp(a, "--backend") == 0) o->backend = v;
-            else if (strcmp(a, "--max-tokens") == 0) { if (parse_int(a, v, 1, &o->max_tokens, err)) return -1; }
-            else if (strcmp(a, "--ctx") == 0) { if (parse_int(a, v, 1, &o->ctx, err)) return -1; }
-            else if (strcmp(a, "--threads") == 0) { if (parse_int(a, v, 1, &o->threads, err)) return -1; }
-            continue;
+        if (strcmp(a, "--no-think") == 0) {
+            o->think = false;
+        } else if (strcmp(a, "--greedy") == 0) {
+            o->thinking.temperature = o->plain.temperature = 0.0f;
+        } else if (a[0] == '-' && a[1]) {
+            int taken = parse_value_flag(o, a, i + 1 < argc ? argv[i + 1] : NULL, err);
+            if (taken == 0) return err_set(err, "unknown option '%s' (see --help)", a), -1;
+            if (taken < 0) return -1;
+            i++;
+        } else if (o->model_path) {
+            return err_set(err, "unexpected argument '%s': one model file only", a), -1;
+        } else {
+            o->model_path = a;
         }
-        if (o->model_path) return err_set(err, "unexpected argument '%s': one model file only", a), -1;
-        o->model_path = a;
     }
     if (!o->model_path) return err_set(err, "no model file given (see --help)"), -1;
-    if (sampler_params_check(&o->thinking, err) != 0) return -1;
-    return 0;
+    return sampler_params_check(&o->thinking, err);
 }
 
 /* ---- Ctrl-C ------------------------------------------------------------------ */
