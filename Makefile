@@ -1,4 +1,15 @@
-# The one entry point. See README.md for the commands; `make help` lists them.
+# The one entry point. See README.md for the commands; `make help` lists them:
+# the lines starting "#>" here and in tools/*.mk, where each tool documents its own.
+#> make | make all                             build every chapter and tool
+#> make chapter=II.2 [build]                   build that chapter's programs
+#> make chapter=II.2 run                       that chapter's model-generate on the default model
+#>   [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   any model, prompt, length and flags
+#> make test | make chapter=II.2 test          the tests of common/ and every chapter (or one chapter),
+#>                                             ending with "N passed, N failed, N skipped"
+#> make memcheck                               short runs of every chapter under valgrind (installed from
+#>                                             Debian as root if missing)
+#> make clean                                  removes build/
+#> make help                                   this list
 
 CC      ?= cc
 OPT     ?= -O2
@@ -13,8 +24,8 @@ chapter  ?= II.2
 # `make` builds everything; `make chapter=II.1` builds that chapter's programs.
 .DEFAULT_GOAL := default
 
-# The default model: committed under models/ when it exists, else made by mkmodel.
-DEFAULT_MODEL := $(firstword $(wildcard models/default.gguf) $(BUILD)/models/default.gguf)
+# The default model: the trained one committed under models/, else a synthetic one made by mkmodel.
+DEFAULT_MODEL := $(firstword $(wildcard models/default.gguf) $(BUILD)/models/medium.gguf)
 MODEL  ?= $(DEFAULT_MODEL)
 PROMPT ?= Once upon a time
 N      ?= 64
@@ -52,7 +63,9 @@ $(BUILD)/obj/chapters/$(1)/%.o: chapters/$(1)/%.c
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -Ichapters/$(1) -Icommon -c $$< -o $$@
 
-$(BUILD)/$(1)/%: $(BUILD)/obj/chapters/$(1)/%.o $$($(1)_LIB) $(COMMON_LIB)
+# A static pattern rule: the programs' objects are named, so make keeps them
+# (a plain pattern chain would delete them as intermediates, and relink next time).
+$$($(1)_PROGRAMS): $(BUILD)/$(1)/%: $(BUILD)/obj/chapters/$(1)/%.o $$($(1)_LIB) $(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS)
 
@@ -76,8 +89,13 @@ $(BUILD)/tools/%: tools/%.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
 
-# Test models: small, deterministic, made on demand.
-include $(sort $(wildcard tools/*.mk))
+# tools/*.mk: one file per tool. Make expands a rule's prerequisites when it
+# reads the rule, so a variable a rule depends on must be defined before it:
+# models.mk (the models every test, grade, coverage and bench run needs) comes
+# first, whatever the names of the others. `make test` checks that no file
+# reads a variable a later one defines (tests/tools/test_make.c).
+include tools/models.mk
+include $(filter-out tools/models.mk,$(sort $(wildcard tools/*.mk)))
 
 # ---- tests -----------------------------------------------------------------
 COMMON_TEST_SRC := $(wildcard tests/common/*.c)
@@ -91,11 +109,12 @@ $(BUILD)/tests/cross: $(CROSS_TEST_SRC) tests/harness.c $(COMMON_LIB)
 	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
 
 CHAPTER_TESTS := $(foreach c,$(CHAPTERS),$(if $($(c)_TEST_SRC),$(BUILD)/tests/chapter-$(c)))
-# tools/*.mk may add test binaries to EXTRA_TESTS.
+# tools/*.mk add their test binaries to EXTRA_TESTS and their programs to EXTRA_TOOLS.
 ALL_TESTS = $(BUILD)/tests/common $(CHAPTER_TESTS) $(if $(CROSS_TEST_SRC),$(BUILD)/tests/cross) $(EXTRA_TESTS)
+ALL_TOOLS = $(MKMODEL) $(EXTRA_TOOLS)
 
 .PHONY: all test run build help clean bench memcheck check-chapter
-all: $(ALL_PROGRAMS) $(BUILD)/tools/mkmodel
+all: $(ALL_PROGRAMS) $(ALL_TOOLS)
 
 ifeq ($(origin chapter),command line)
 default: build
@@ -111,7 +130,7 @@ ifeq ($(origin chapter),command line)
 test: check-chapter $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS)) $(TEST_MODELS) $(ALL_PROGRAMS)
 	@tools/run-tests.sh $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS))
 else
-test: $(ALL_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS)
+test: $(ALL_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS) $(ALL_TOOLS)
 	@tools/run-tests.sh $(ALL_TESTS)
 endif
 
@@ -126,7 +145,7 @@ run: check-chapter
 # under valgrind: no invalid access, no leak.
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
 memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(TEST_MODELS)
-	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	@command -v valgrind >/dev/null || tools/apt-install.sh memcheck valgrind
 	@set -e; for c in $(CHAPTERS); do \
 	  for kv in "" $$($(BUILD)/$$c/model-generate --help | sed -n 's/.*modes://p' | sed 's/(default)//'); do \
 	    echo "memcheck $$c $${kv:+--kv $$kv}"; \
@@ -137,15 +156,7 @@ memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(TEST_MODELS)
 	@echo "memcheck: no errors"
 
 help:
-	@echo "make chapter=II.2 run [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   run a chapter's model-generate"
-	@echo "make test | make chapter=II.2 test                              run the tests"
-	@echo "make diff from=II.1 to=II.2 [FORMAT=html]                       what a chapter changed"
-	@echo "make manifest-check                                             chapters against their MANIFESTs"
-	@echo "make book                                                       render the book to build/book/"
-	@echo "make memcheck                                                   short runs under valgrind"
-	@echo "make chapter=II.2 exercise | grade [EXERCISE=id]                stubbed copy in exercises/II.2, its score"
-	@echo "make chapter=II.2 coverage                                      gcovr report in build/coverage/II.2"
-	@echo "make bench                                                      benchmarks (never part of make test)"
+	@sed -n 's/^#> //p' Makefile tools/models.mk $(filter-out tools/models.mk,$(sort $(wildcard tools/*.mk)))
 	@echo "chapters: $(CHAPTERS)"
 
 clean:

@@ -10,6 +10,10 @@ const char *backend_names(void) { return "scalar, simd, parallel"; }
 
 Backend *backend_create(const char *name, int n_threads, char *err) {
     if (!name || strcmp(name, "parallel") == 0) return backend_parallel_create(simd_kernels(), n_threads);
+    if (n_threads > 1 && (strcmp(name, "simd") == 0 || strcmp(name, "scalar") == 0)) {
+        err_set(err, "the %s backend runs on one thread: --threads %d needs --backend parallel", name, n_threads);
+        return NULL;
+    }
     if (strcmp(name, "simd") == 0) return backend_simd_create(simd_kernels());
     if (strcmp(name, "scalar") == 0) return backend_scalar_create();
     err_set(err, "unknown backend '%s' (known: %s)", name, backend_names());

@@ -38,7 +38,8 @@ struct Backend {
 };
 
 /* name: "scalar", "simd", "parallel", or NULL for the fastest available.
- * n_threads <= 0 means one per core. Returns NULL with err on an unknown name. */
+ * n_threads <= 0 means one per core. Returns NULL with err on an unknown name,
+ * or when more than one thread is asked of a one-thread backend (scalar, simd). */
 Backend *backend_create(const char *name, int n_threads, char *err);
 void backend_free(Backend *be);
 /* The names this build knows, for --help and error messages. */

@@ -27,14 +27,18 @@ void cli_usage_extra(FILE *f, const char *prog, const char *const *kv_modes, con
     }
     if (extra) extra->usage(f);
     fprintf(f, "  --backend NAME     %s (default: the fastest available)\n", backend_names());
-    fprintf(f, "  --threads N        threads of the parallel backend (default: one per core)\n");
+    fprintf(f, "  --threads N        threads of the parallel backend (default: one per core;\n");
+    fprintf(f, "                     scalar and simd run on one)\n");
     fprintf(f, "  --prompt-file F    read the prompt from F, exact bytes\n");
     fprintf(f, "  --no-special       special-token text in the prompt stays plain text\n");
     fprintf(f, "  --ignore-eos       keep going past end-of-generation tokens\n");
-    fprintf(f, "  --ctx N            cap the sequence length (prompt + generated) at N tokens\n");
+    fprintf(f, "  --ctx N            cap the sequence length (prompt + generated) at N tokens,\n");
+    fprintf(f, "                     at most the model's context length (the default)\n");
     fprintf(f, "  --json             print one JSON object with the text and metrics at the end\n");
-    fprintf(f, "  --quiet            print only the metrics block\n");
+    fprintf(f, "  --quiet            print only the metrics block (no text, no step table)\n");
     fprintf(f, "  --logits F         write every step's logits to F (float32 rows, little-endian)\n");
+    fprintf(f, "  --info             describe the model file (shapes, tokenizer, tensor types, ignored\n");
+    fprintf(f, "                     keys, whether it runs here) and generate nothing\n");
     fprintf(f, "  --help             this text\n");
     fprintf(f, "\ndefaults: prompt \"%s\", max_new_tokens %d\n", DEFAULT_PROMPT, DEFAULT_MAX_NEW);
 }
@@ -43,12 +47,12 @@ void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
     cli_usage_extra(f, prog, kv_modes, NULL);
 }
 
-static int parse_int(const char *s, const char *what, int min, int *out, char *err) {
+static int parse_int(const char *s, const char *what, int min, int max, int *out, char *err) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > INT_MAX) {
-        err_set(err, "%s must be an integer >= %d, got '%s'", what, min, s);
+    if (errno || end == s || *end || v < min || v > max) {
+        err_set(err, "%s must be an integer from %d to %d, got '%s'", what, min, max, s);
         return -1;
     }
     *out = (int)v;
@@ -110,14 +114,10 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
         } else if (strcmp(a, "--backend") == 0) {
             if (!(o->backend = need_value(argc, argv, &i, err))) return -1;
         } else if (strcmp(a, "--threads") == 0) {
-            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--threads", 1, &o->threads, err))
+            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--threads", 1, 1024, &o->threads, err))
                 return -1;
-            if (o->threads > 1024) {
-                err_set(err, "--threads %d is more than 1024", o->threads);
-                return -1;
-            }
         } else if (strcmp(a, "--ctx") == 0) {
-            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--ctx", 1, &o->ctx, err)) return -1;
+            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--ctx", 1, INT_MAX, &o->ctx, err)) return -1;
         } else if (strcmp(a, "--prompt-file") == 0) {
             if (!(o->prompt_file = need_value(argc, argv, &i, err))) return -1;
         } else if (strcmp(a, "--logits") == 0) {
@@ -126,6 +126,7 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
         else if (strcmp(a, "--ignore-eos") == 0) o->ignore_eos = true;
         else if (strcmp(a, "--json") == 0) o->json = o->quiet = true;
         else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (strcmp(a, "--info") == 0) o->info = true;
         else if (extra && (took = extra->parse(extra->flags, argc, argv, &i, err)) != 0) {
             if (took < 0) return -1;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -150,7 +151,7 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
     }
     if (n_pos >= 2 && n_prompt_args) o->prompt = pos[1];
     if (n_pos == 2 + n_prompt_args &&
-        parse_int(pos[1 + n_prompt_args], "max_new_tokens", 0, &o->max_new_tokens, err))
+        parse_int(pos[1 + n_prompt_args], "max_new_tokens", 0, INT_MAX, &o->max_new_tokens, err))
         return -1;
     if (!o->prompt && !o->prompt_file) o->prompt = DEFAULT_PROMPT;
     return 0;

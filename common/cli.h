@@ -36,6 +36,7 @@ typedef struct {
     const char *kv;           /* --kv mode (the chapter's first by default), NULL for none */
     int ctx;                  /* --ctx cap on the sequence length, 0 = the model's */
     const CliExtra *extra;    /* the chapter's own options, or NULL */
+    bool info;                /* --info: print the model file's summary, generate nothing */
 } GenOptions;
 
 /* kv_modes: NULL-terminated list of the chapter's cache kinds (the first is

@@ -79,8 +79,13 @@ void metrics_print(const Metrics *m, FILE *f) {
         fprintf(f, "%5d  %-7s %6d  %8d  %6.3f  %10.2f  '%s'\n", e->step, phase_name(e->phase), e->n_rows,
                 e->token, e->prob, e->forward_ms, e->text);
     }
+    fprintf(f, "\n");
+    metrics_print_summary(m, f);
+}
+
+void metrics_print_summary(const Metrics *m, FILE *f) {
     Spread s = forward_spread(m);
-    fprintf(f, "\nprompt tokens       %d\n", m->prompt_tokens);
+    fprintf(f, "prompt tokens       %d\n", m->prompt_tokens);
     fprintf(f, "generated tokens    %d\n", m->n_steps);
     fprintf(f, "time to first token %.2f ms\n", metrics_ttft_ms(m));
     fprintf(f, "decode              %.2f tokens/s\n", metrics_decode_tps(m));

@@ -40,6 +40,8 @@ double metrics_decode_tps(const Metrics *m); /* tokens after the first / time af
 
 /* The human-readable table of steps and the summary block. */
 void metrics_print(const Metrics *m, FILE *f);
+/* The summary block alone (--quiet). */
+void metrics_print_summary(const Metrics *m, FILE *f);
 /* The same as a JSON object's members (no braces): "ttft_ms":..., "steps":[...]. */
 void metrics_json(const Metrics *m, Buf *b);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "model_info.h"
 
 static int read_prompt(Session *s, char **text, size_t *len, char *err) {
     if (s->opt.prompt_file) {
@@ -56,6 +57,7 @@ int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_
     memset(s, 0, sizeof *s);
     int rc = cli_parse_extra(&s->opt, argc, argv, kv_modes, extra, err);
     if (rc != 0) return rc;
+    if (s->opt.info) return 2;
     if (!(s->be = backend_create(s->opt.backend, s->opt.threads, err))) return -1;
     if (qwen3_load(&s->model, s->opt.model_path, err) != 0) goto fail;
     char inner[ERR_MAX];
@@ -69,7 +71,11 @@ int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_
         goto fail;
     }
     s->ctx = s->model.cfg.ctx_len;
-    if (s->opt.ctx > 0 && s->opt.ctx < s->ctx) s->ctx = s->opt.ctx;
+    if (s->opt.ctx > s->ctx) {
+        err_set(err, "--ctx %d is more than the model's context length, %d tokens", s->opt.ctx, s->ctx);
+        goto fail;
+    }
+    if (s->opt.ctx > 0) s->ctx = s->opt.ctx;
     if (tokenize_prompt(s, err) != 0 || open_outputs(s, err) != 0) goto fail;
     metrics_begin(&s->metrics, s->n_prompt);
     return 0;
@@ -106,7 +112,12 @@ static void emit_text(Session *s, const char *bytes, int n) {
 
 bool session_has_room(Session *s) {
     if (s->n_tokens < s->ctx) return true;
-    s->stop_reason = "context full (raise --ctx, up to the model's context length)";
+    if (s->ctx < s->model.cfg.ctx_len)
+        snprintf(s->stop_text, sizeof s->stop_text, "context full (--ctx %d; the model's context length is %d)",
+                 s->ctx, s->model.cfg.ctx_len);
+    else
+        snprintf(s->stop_text, sizeof s->stop_text, "context full (the model's context length, %d tokens)", s->ctx);
+    s->stop_reason = s->stop_text;
     return false;
 }
 
@@ -166,8 +177,12 @@ void session_finish(Session *s) {
         print_json(s);
         return;
     }
-    if (!s->opt.quiet) printf("\n");
-    metrics_print(&s->metrics, stdout);
+    if (s->opt.quiet) {
+        metrics_print_summary(&s->metrics, stdout);
+    } else {
+        printf("\n");
+        metrics_print(&s->metrics, stdout);
+    }
     printf("stopped             %s\n", s->stop_reason ? s->stop_reason : "-");
     printf("model               %s (%d layers, dim %d, vocab %d, weights %.1f MB)\n", s->opt.model_path,
            s->model.cfg.n_layers, s->model.cfg.dim, s->model.cfg.vocab_size, s->model.weight_bytes / 1e6);
@@ -182,6 +197,11 @@ int session_main_extra(int argc, char **argv, const char *const *kv_modes, const
     if (rc == 1) {
         cli_usage_extra(stdout, "model-generate", kv_modes, extra);
         return 0;
+    }
+    if (rc == 2) { /* --info: the summary, and whether this engine runs the file */
+        rc = model_info_print(s.opt.model_path, stdout, err);
+        if (rc != 0) fprintf(stderr, "model-generate: %s\n", err);
+        return rc == 0 ? 0 : 1;
     }
     if (rc != 0) {
         fprintf(stderr, "model-generate: %s\n", err);

@@ -59,12 +59,14 @@ const char *test_shared_dir(void) {
     return stat(probe, &st) == 0 && S_ISDIR(st.st_mode) ? d : NULL;
 }
 
+static char tmp_dir[256];
+
 const char *test_tmp_path(const char *name) {
-    static char dir[256];
+    char *dir = tmp_dir;
     static char path[8][512];
     static int slot;
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "%s/tmp/test-%d", test_build_dir(), (int)getpid());
+        snprintf(dir, sizeof tmp_dir, "%s/tmp/test-%d", test_build_dir(), (int)getpid());
         char cmd[600];
         snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
         if (system(cmd) != 0) fprintf(stderr, "harness: cannot create %s\n", dir);
@@ -72,6 +74,14 @@ const char *test_tmp_path(const char *name) {
     slot = (slot + 1) % 8;
     snprintf(path[slot], sizeof path[slot], "%s/%s", dir, name);
     return path[slot];
+}
+
+/* Removes the scratch directory (its name is ours: build/tmp/test-PID). */
+static void remove_tmp_dir(void) {
+    if (!tmp_dir[0]) return;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+    if (system(cmd) != 0) fprintf(stderr, "harness: cannot remove %s\n", tmp_dir);
 }
 
 static bool selected(const char *name, int argc, char **argv) {
@@ -84,6 +94,13 @@ static bool selected(const char *name, int argc, char **argv) {
 int main(int argc, char **argv) {
     int passed = 0, failed = 0, skipped = 0;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: %s [SUBSTRING...]\n"
+               "Runs the tests whose names contain one of the substrings (all of them without),\n"
+               "ending with the line \"N passed, N failed, N skipped\". Run by `make test`.\n",
+               argv[0]);
+        return 0;
+    }
     for (int i = 0; i < n_tests; i++) {
         if (!selected(tests[i].name, argc, argv)) continue;
         cur_failed = cur_skipped = false;
@@ -100,6 +117,8 @@ int main(int argc, char **argv) {
             printf("ok   %s\n", tests[i].name);
         }
     }
+    if (failed == 0) remove_tmp_dir();
+    else if (tmp_dir[0]) printf("scratch files kept in %s\n", tmp_dir);
     printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
     return failed ? 1 : 0;
 }

@@ -22,7 +22,9 @@ bool test_failed_now(void);
 const char *test_models_dir(void);  /* models made by tools/mkmodel, default build/models */
 const char *test_shared_dir(void);  /* ../shared, or NULL when it is absent */
 const char *test_build_dir(void);   /* build */
-/* A path in a per-process scratch directory (created on first use). */
+/* A path in a per-process scratch directory, $BUILD_DIR/tmp/test-PID (created on
+ * first use, removed at the end when every test passed; kept for a look when one failed).
+ * Tests write only there, never to system paths. */
 const char *test_tmp_path(const char *name);
 
 #define TEST(name)                                                            \

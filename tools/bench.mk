@@ -1,16 +1,17 @@
-# make bench: the benchmark suite (never part of make test). Included by the
-# Makefile. Builds every chapter, tools/membw and tools/bench, makes the
-# Qwen3-0.6B-shaped models with mkmodel (cached under build/bench/models/), and
-# runs tools/bench, which prints the table and writes build/bench/bench.md and
-# build/bench/bench.json. Knobs (make variables):
-#   BENCH_TYPES    weight types        (default: f32 f16 bf16 q8_0 q4_0)
-#   BENCH_BACKENDS backends            (default: simd parallel; add scalar for the reference,
-#                                       which takes minutes per type on these shapes)
-#   BENCH_THREADS  parallel threads    (default: one per core)
-#   BENCH_TOKENS   new tokens          (default: 64; chapters without a KV cache: 4)
-#   BENCH_RUNS     runs per figure, the best kept (default: 2)
+# The benchmark suite (never part of make test). Included by the Makefile.
+# Builds every chapter, tools/membw and tools/bench, makes the Qwen3-0.6B-shaped
+# models with mkmodel (cached under build/bench/models/), and runs tools/bench,
+# which prints the table and writes build/bench/bench.md and bench.json.
+#> make bench                                  benchmarks: bandwidth, prefill and decode speed of every
+#>                                             chapter, type and backend; knobs (make variables):
+#>   BENCH_TYPES=...                           weight types, any mkmodel --type (default: f32 f16 bf16 q8_0
+#>                                             q4_0 q5_k_m q6_k; q4_0 is llama-quantize's mix with Q4_1)
+#>   BENCH_BACKENDS=...                        backends (default: simd parallel; scalar: minutes per type)
+#>   BENCH_THREADS=N                           parallel threads (default: one per core)
+#>   BENCH_TOKENS=N                            new tokens (default: 64; chapters without a KV cache: 4)
+#>   BENCH_RUNS=N                              runs per figure, the best kept (default: 2)
 
-BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0
+BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k
 BENCH_BACKENDS ?= simd parallel
 BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64
@@ -21,6 +22,7 @@ BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t)
 $(BUILD)/tools/bench: tools/bench/bench.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/bench
 
 # Made once and kept (order-only: a rebuilt mkmodel does not remake 2 GB of models).
 $(BENCH_DIR)/models/qwen3-0.6b-%.gguf: | $(MKMODEL)

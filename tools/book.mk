@@ -1,16 +1,18 @@
 # The book (included by the Makefile).
-#   make book    expands each chapter's @include lines into build/book/*.md, and
-#                renders them to HTML with pandoc (installed from Debian if missing)
+#> make book                                   the book in build/book/ (*.md with the code pulled in, and
+#>                                             HTML by pandoc, installed from Debian as root if missing)
+#> make book-setup                             installs pandoc (as root)
 
 BOOK_MD := $(sort $(wildcard book/*.md))
 
 $(BUILD)/tools/bookpp: tools/book/bookpp.c tools/chapters/cfuncs.c tools/chapters/chapfs.c tools/chapters/cfuncs.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/chapters -o $@ $(filter %.c,$^)
+EXTRA_TOOLS += $(BUILD)/tools/bookpp
 
 .PHONY: book book-setup
 book-setup:
-	@command -v pandoc >/dev/null || { apt-get update -qq && apt-get install -y -qq pandoc; }
+	@command -v pandoc >/dev/null || tools/apt-install.sh book pandoc
 
 book: $(BUILD)/tools/bookpp book-setup
 	@mkdir -p $(BUILD)/book

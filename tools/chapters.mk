@@ -2,12 +2,9 @@
 # chapter diff. They use libc only, so they build even when common/ or a
 # chapter does not. See book/tooling.md.
 #
-#   make manifest-check                   every chapter against the one before it
-#   make chapter=II.2 manifest-check      one chapter
-#   make diff from=II.1 to=II.2           coloured unified diff in the terminal
-#   make chapter=II.2 diff                the chapter before II.2 -> II.2
-#   make diff ... FORMAT=html             build/diff/II.1..II.2.html, side by side
-#   make diff ... COLOR=never             no colour (also: NO_COLOR=1)
+#> make [chapter=II.2] manifest-check          every chapter (or one) against its MANIFEST and the one before
+#> make diff from=II.1 to=II.2                 what a chapter changed, coloured (chapter=II.2 diff: from the
+#>   [FORMAT=html] [COLOR=never]               one before); FORMAT=html: build/diff/II.1..II.2.html
 
 CHAPTOOLS_SRC := $(filter-out tools/chapters/manifest-check.c tools/chapters/chapter-diff.c,\
 	$(wildcard tools/chapters/*.c))
@@ -20,6 +17,7 @@ $(BUILD)/tools/manifest-check: tools/chapters/manifest-check.c $(CHAPTOOLS_SRC) 
 $(BUILD)/tools/chapter-diff: tools/chapters/chapter-diff.c $(CHAPTOOLS_SRC) $(CHAPTOOLS_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/chapters -o $@ $(filter %.c,$^)
+EXTRA_TOOLS += $(BUILD)/tools/manifest-check $(BUILD)/tools/chapter-diff
 
 # The tools' tests; they also check the real chapters' manifests, which is
 # how `make test` fails on drift between chapters.

@@ -1,11 +1,9 @@
 # Coverage of a chapter and common/ by the tests (included by the Makefile).
 # See book/instructors.md.
 #
-#   make chapter=II.2 coverage     build with --coverage into build/coverage/II.2/, run the
-#                                  common and chapter tests and model-generate (every --kv
-#                                  mode its --help lists, and --kv-trace where it has one), print the
-#                                  per-file table, write build/coverage/II.2/index.html
-#   make coverage-setup            install gcovr (apt-get install -y gcovr) if it is missing
+#> make chapter=II.2 coverage                  gcovr table for the chapter and common/ (a --coverage build
+#>                                             in build/coverage/II.2/, every --kv mode), and its index.html
+#> make coverage-setup                         installs gcovr (as root) if it is missing
 #
 # The coverage build is the normal build (the same Makefile rules) with
 # BUILD=build/coverage/<chapter> and coverage flags, so its objects never mix
@@ -27,8 +25,7 @@ COVERAGE_GCOVR  := --root . --object-directory $(COVERAGE_DIR) $(COVERAGE_DIR)/o
 .PHONY: coverage coverage-setup
 coverage-setup:
 	@if command -v $(GCOVR) >/dev/null 2>&1; then echo "gcovr: $$($(GCOVR) --version | head -n 1)"; \
-	elif [ "$$(id -u)" = 0 ]; then apt-get install -y gcovr || { apt-get update && apt-get install -y gcovr; }; \
-	else echo "coverage-setup: gcovr is missing; as root: apt-get install -y gcovr (or: pip install gcovr)" >&2; exit 1; fi
+	else tools/apt-install.sh coverage gcovr; fi
 
 coverage: check-chapter $(TEST_MODELS)
 	@command -v $(GCOVR) >/dev/null 2>&1 || $(MAKE) --no-print-directory coverage-setup
@@ -51,5 +48,5 @@ coverage: check-chapter $(TEST_MODELS)
 	@! $(COVERAGE_PROG) --no-such-flag $(COVERAGE_MODEL) 2>/dev/null
 	@$(GCOVR) $(COVERAGE_GCOVR) $(COVERAGE_FILTER) --html-details $(COVERAGE_DIR)/index.html --txt - --print-summary
 	@printf 'chapter %s alone: ' $(chapter); $(GCOVR) $(COVERAGE_GCOVR) \
-	  --filter 'chapters/$(subst .,\.,$(chapter))/' --print-summary --txt /dev/null | grep '^lines'
+	  --filter 'chapters/$(subst .,\.,$(chapter))/' --print-summary --txt $(COVERAGE_DIR)/chapter.txt | grep '^lines'
 	@echo "HTML report: $(COVERAGE_DIR)/index.html"

@@ -1,16 +1,20 @@
 # Exercises: stubbed copies of a chapter for students, and their grading
 # (included by the Makefile). See book/instructors.md.
 #
-#   make chapter=II.2 exercise [FORCE=1]       exercises/II.2: the chapter with its exercises stubbed
-#   make chapter=II.2 grade [EXERCISE=id]      grade exercises/II.2: OK/FAIL and points per exercise
-#   make chapter=II.2 grade EXERCISE_DIR=chapters/II.2   the reference: full marks
-#   make chapter=II.2 exercise-run             the copy's model-generate (MODEL, PROMPT, N, ARGS as for run)
-#   make exercises-check                       every chapter's EXERCISE markers are well-formed and agree
+#> make chapter=II.2 exercise [FORCE=1]        exercises/II.2: the chapter with its exercises stubbed,
+#>                                             and EXERCISES.md, the task sheet
+#> make chapter=II.2 grade [EXERCISE=id]       grade exercises/II.2: OK/FAIL and points per exercise;
+#>                                             exits non-zero unless every graded exercise passes
+#>   [EXERCISE_DIR=dir] [GRADE_JSON=f.json]    grade another copy; write the points for autograders
+#> make chapter=II.2 exercise-run              the copy's model-generate (MODEL, PROMPT, N, ARGS as for run)
+#> make exercises-check                        every chapter's EXERCISE markers are well-formed and agree
 
 EXERCISES_TOOL := $(BUILD)/tools/exercises
 EXERCISES_LIB_SRC := tools/exercises/markers.c tools/exercises/stub.c tools/chapters/cfuncs.c tools/chapters/chapfs.c
 EXERCISES_HDR := $(wildcard tools/exercises/*.h) tools/chapters/cfuncs.h tools/chapters/chapfs.h
 EXERCISE_DIR ?= exercises/$(chapter)
+EXERCISE     ?=
+GRADE_JSON   ?=
 # The grader compiles students' code: no dependency files, and no noise about
 # helpers a stub leaves unused.
 EXERCISES_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS))
@@ -18,6 +22,7 @@ EXERCISES_CFLAGS = $(filter-out -MMD -MP,$(CFLAGS))
 $(EXERCISES_TOOL): tools/exercises/exercises.c $(EXERCISES_LIB_SRC) $(EXERCISES_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(EXERCISES_CFLAGS) -Itools/exercises -Itools/chapters -o $@ $(filter %.c,$^)
+EXTRA_TOOLS += $(EXERCISES_TOOL)
 
 .PHONY: exercise grade exercise-run exercises-check
 exercise: check-chapter $(EXERCISES_TOOL)
@@ -27,7 +32,7 @@ exercise: check-chapter $(EXERCISES_TOOL)
 
 grade: check-chapter $(EXERCISES_TOOL) $(COMMON_LIB) $(TEST_MODELS)
 	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(EXERCISES_CFLAGS)' LDLIBS='$(LDLIBS)' COMMON_LIB='$(COMMON_LIB)' \
-	  EXERCISES_TOOL='$(EXERCISES_TOOL)' tools/exercises/grade.sh $(chapter) $(EXERCISE_DIR) $(EXERCISE)
+	  EXERCISES_TOOL='$(EXERCISES_TOOL)' GRADE_JSON='$(GRADE_JSON)' tools/exercises/grade.sh $(chapter) $(EXERCISE_DIR) $(EXERCISE)
 
 # The student's whole copy, as it is, built like a chapter's model-generate.
 EXERCISE_RUN := $(BUILD)/exercises/$(chapter)/run/model-generate

@@ -105,6 +105,11 @@ static int write_ranges(FILE *out, const char *name, int cls) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: gen_unicode UnicodeData.txt OUT.c [unicode-version]\n"
+               "Writes the tokenizer's Unicode tables (letters, numbers) to OUT.c. Run by `make unicode-tables`.\n");
+        return 0;
+    }
     if (argc < 3 || argc > 4) {
         fprintf(stderr, "usage: gen_unicode UnicodeData.txt OUT.c [unicode-version]\n");
         return 2;

@@ -120,10 +120,11 @@ static double best_of(const uint64_t *buf, size_t words, int t, int runs) {
     return best;
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: membw [--mb N] [--runs N] [--threads N] [--json]\n"
-                    "Read bandwidth (GB/s, 1e9 bytes) with 1 and N threads, best of runs.\n");
-    return 2;
+/* The usage on f; returns rc (0 for --help, 2 for a bad command line). */
+static int usage(FILE *f, int rc) {
+    fprintf(f, "usage: membw [--mb N] [--runs N] [--threads N] [--json]\n"
+               "Read bandwidth (GB/s, 1e9 bytes) with 1 and N threads, best of runs.\n");
+    return rc;
 }
 
 int main(int argc, char **argv) {
@@ -134,9 +135,10 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && strcmp(argv[i], "--mb") == 0) mb = atol(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--runs") == 0) runs = atol(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--threads") == 0) threads = atol(argv[++i]);
-        else return usage();
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(stdout, 0);
+        else return usage(stderr, 2);
     }
-    if (mb < 64 || runs < 1 || threads < 1 || threads > 64) return usage();
+    if (mb < 64 || runs < 1 || threads < 1 || threads > 64) return usage(stderr, 2);
     size_t words = (size_t)mb * 1024 * 1024 / 8;
     uint64_t *buf = malloc(words * 8);
     if (!buf) {

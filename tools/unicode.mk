@@ -1,5 +1,5 @@
 # Unicode tables for the tokenizer (included by the Makefile).
-#   make unicode-tables   regenerates common/unicode_data.c from UnicodeData.txt
+#> make unicode-tables                         regenerates common/unicode_data.c from Debian's unicode-data
 # The generated file is committed, so a normal build never needs this; run it to
 # move to a newer Unicode version. UnicodeData.txt comes from the Debian package
 # unicode-data, installed here when missing.
@@ -10,13 +10,10 @@ UNICODE_DATA ?= /usr/share/unicode/UnicodeData.txt
 $(BUILD)/tools/gen_unicode: tools/gen_unicode.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $<
+EXTRA_TOOLS += $(BUILD)/tools/gen_unicode
 
 .PHONY: unicode-tables
 unicode-tables: $(BUILD)/tools/gen_unicode
-	@if [ ! -f $(UNICODE_DATA) ]; then \
-	  echo "installing the unicode-data package"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get install -y unicode-data; \
-	  else sudo apt-get install -y unicode-data; fi; \
-	fi
+	@[ -f $(UNICODE_DATA) ] || tools/apt-install.sh unicode-tables unicode-data
 	$(BUILD)/tools/gen_unicode $(UNICODE_DATA) common/unicode_data.c \
 	  "$$(dpkg-query -W -f='$${Version}' unicode-data 2>/dev/null | sed 's/-.*//')"

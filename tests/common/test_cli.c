@@ -123,6 +123,9 @@ TEST(cli_bad_command_lines) {
     CHECK(strstr(err, "--bogus") != NULL);
     CHECK_EQ_INT(parse(&o, NULL, err, 3, "--threads", "0", "m.gguf"), -1);
     CHECK_EQ_INT(parse(&o, NULL, err, 3, "--threads", "100000", "m.gguf"), -1);
+    CHECK(strstr(err, "--threads must be an integer from 1 to 1024, got '100000'") != NULL);
+    CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "p", "2147483648"), -1); /* the range is named */
+    CHECK(strstr(err, "max_new_tokens must be an integer from 0 to 2147483647, got '2147483648'") != NULL);
     CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "p", "-5"), -1);
     CHECK_EQ_INT(parse(&o, NULL, err, 3, "m.gguf", "p", "12x"), -1);
     CHECK_EQ_INT(parse(&o, NULL, err, 1, "--ctx"), -1);

@@ -1,7 +1,8 @@
 /* test_exercises.c: the exercise stubber and grader (tools/exercises/) on the
  * real chapters: the markers are sound, every marked function stubs into
- * code that compiles, the reference grades full marks, a fresh stubbed copy
- * grades zero, and one solved exercise grades exactly its points. Nothing is
+ * code that compiles, the reference grades full marks (exit 0), a fresh stubbed
+ * copy grades zero (exit 1), and one solved exercise grades exactly its points,
+ * also in the JSON for autograders. Nothing is
  * hard-coded about the chapters' exercises: they are read from the markers. */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -74,7 +75,8 @@ static const char *stub_copy(const char *chapter, const char *name, bool all) {
     return dir;
 }
 
-/* Grades dir as chapter (one exercise if only is set); returns the score, -1 if none printed. */
+/* Grades dir as chapter (one exercise if only is set); returns the score, -1 if none printed.
+ * The grade's exit code must say whether the score is full: 0 if so, 1 if not. */
 static int grade(const char *chapter, const char *dir, const char *only, int *total) {
     int code, got = -1;
     *total = -1;
@@ -84,6 +86,9 @@ static int grade(const char *chapter, const char *dir, const char *only, int *to
     if (!s || sscanf(s, "Score: %d/%d", &got, total) != 2) {
         test_fail(__FILE__, __LINE__, "grade %s %s printed no score (exit %d):\n%s", chapter, dir, code, out);
         got = -1;
+    } else {
+        CHECK_MSG(code == (got == *total ? 0 : 1), "grade %s %s scored %d/%d and exited %d", chapter, dir, got,
+                  *total, code);
     }
     free(out);
     return got;
@@ -138,7 +143,7 @@ TEST(exercises_stubs_compile_for_every_marked_function) {
         int code;
         char *out = run(&code,
                         "cd '%s' && for f in *.c; do ${CC:-cc} -std=c11 -Wall -Wextra -Wno-unused-parameter "
-                        "-Wno-unused-function -Werror -D_GNU_SOURCE -I. -I\"$OLDPWD/common\" -c \"$f\" -o /dev/null "
+                        "-Wno-unused-function -Werror -D_GNU_SOURCE -I. -I\"$OLDPWD/common\" -c \"$f\" -o \"$f.o\" "
                         "|| exit 1; done; grep -c 'is not implemented yet' *.c",
                         dir);
         CHECK_MSG(code == 0, "%s: a stubbed copy does not compile:\n%s", ch.items[c], out);
@@ -228,6 +233,23 @@ TEST(exercises_one_solved_exercise_grades_its_points) {
     got = grade(chapter, dir, solved->id, &total); /* EXERCISE=id grades just that one */
     CHECK_EQ_INT(got, solved->points);
     CHECK_EQ_INT(total, solved->points);
+    /* --json: one entry per exercise, with its points, max and verdict, for autograders. */
+    const char *json = test_tmp_path("grade.json");
+    out = run(&code, "BUILD='%s' GRADE_OUT='%s' tools/exercises/grade.sh --json '%s' %s '%s' >/dev/null; cat '%s'",
+              test_build_dir(), test_tmp_path("grade"), json, chapter, dir, json);
+    char *want = chapfs_printf("\"points\": %d, \"max\": %d, \"pass\": false, \"exercises\": [", solved->points,
+                               total_points(&l));
+    CHECK_MSG(strstr(out, want) != NULL, "grade --json lacks %s:\n%s", want, out);
+    free(want);
+    for (int i = 0; i < l.n; i++) {
+        const Exercise *e = &l.items[i];
+        bool ok = e == solved;
+        want = chapfs_printf("{\"name\": \"%s\", \"title\": \"%s\", \"points\": %d, \"max\": %d, \"pass\": %s,", e->id,
+                             e->title, ok ? e->points : 0, e->points, ok ? "true" : "false");
+        CHECK_MSG(strstr(out, want) != NULL, "grade --json lacks %s:\n%s", want, out);
+        free(want);
+    }
+    free(out);
     exercises_free(&l);
     strlist_free(&ch);
 }
@@ -313,4 +335,19 @@ TEST(exercises_check_catches_marker_drift) {
     exercises_free(&all);
     free(ldir);
     strlist_free(&ch);
+}
+
+/* The grader cleans its own output directory only: a GRADE_OUT holding
+ * someone else's files is refused, and the files stay. */
+TEST(exercises_grade_never_cleans_a_directory_it_did_not_make) {
+    const char *dir = test_tmp_path("not-the-graders");
+    int code;
+    char *out = run(&code, "rm -rf '%s' && mkdir -p '%s/bin' && echo mine >'%s/bin/keep' && "
+                           "BUILD='%s' GRADE_OUT='%s' tools/exercises/grade.sh II.2 chapters/II.2 kv-grow",
+                    dir, dir, dir, test_build_dir(), dir);
+    CHECK_MSG(code == 2 && strstr(out, "did not write"), "grade into a foreign GRADE_OUT: exit %d:\n%s", code, out);
+    free(out);
+    char *keep = chapfs_printf("%s/bin/keep", dir);
+    CHECK_MSG(chapfs_is_file(keep), "the grader removed %s", keep);
+    free(keep);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "cfuncs.h"
 #include "chapfs.h"
@@ -16,6 +17,17 @@
 static inline void fx_sh(const char *cmd) {
     int rc = system(cmd);
     CHECK_MSG(rc == 0, "command failed (%d): %s", rc, cmd);
+}
+
+/* Runs a shell command with stdout and stderr captured into *out (malloc'd);
+ * returns its exit code (-1 if it could not run). */
+static inline int fx_capture(const char *cmd, char **out) {
+    char *full = chapfs_printf("(%s) >'%s' 2>&1", cmd, test_tmp_path("capture.out"));
+    int rc = system(full);
+    free(full);
+    *out = chapfs_read(test_tmp_path("capture.out"), NULL);
+    if (!*out) *out = chapfs_strdup("");
+    return rc == -1 ? -1 : WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 /* A fresh directory `name` in the test scratch area holding copies of the

@@ -1,7 +1,7 @@
 /* bench: the benchmark table of `make bench`.
  *
  *   bench [--build DIR] [--models DIR] [--out DIR] [--chapters "II.1 II.2"]
- *         [--types "f32 f16 bf16 q8_0 q4_0"] [--backends "simd parallel"]
+ *         [--types "f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k"] [--backends "simd parallel"]
  *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128] [--runs 2]
  *
  * For every chapter, weight type and backend it runs the chapter's
@@ -286,18 +286,21 @@ static void write_json(const char *path, const Row *rows, int n, double gb1, dou
     fclose(f);
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: bench [--build DIR] [--models DIR] [--out DIR] [--chapters LIST] [--types LIST]\n"
-                    "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
-                    "             [--prompt-tokens N] [--runs N]\n");
-    return 2;
+/* The usage on f; returns rc (0 for --help, 2 for a bad command line). */
+static int usage(FILE *f, int rc) {
+    fprintf(f, "usage: bench [--build DIR] [--models DIR] [--out DIR] [--chapters LIST] [--types LIST]\n"
+               "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
+               "             [--prompt-tokens N] [--runs N]\n"
+               "Prefill and decode speed of each chapter, type and backend, with the machine's read\n"
+               "bandwidth (tools/membw); writes OUT/bench.md and OUT/bench.json. Run by `make bench`.\n");
+    return rc;
 }
 
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
                    .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2};
     o->n_chapters = split("II.1 II.2", o->chapters);
-    o->n_types = split("f32 f16 bf16 q8_0 q4_0", o->types);
+    o->n_types = split("f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k", o->types);
     o->n_backends = split("simd parallel", o->backends);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -322,7 +325,9 @@ static int parse(Options *o, int argc, char **argv) {
 
 int main(int argc, char **argv) {
     Options o;
-    if (parse(&o, argc, argv) != 0) return usage();
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(stdout, 0);
+    if (parse(&o, argc, argv) != 0) return usage(stderr, 2);
     char cmd[1024], path[1024], prompt[1024];
     load_before = load_average();
     snprintf(cmd, sizeof cmd, "%s/tools/membw --json --threads %d", o.build, o.threads);

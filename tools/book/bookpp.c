@@ -110,6 +110,11 @@ static int expand(const char *root, const char *path, const char *name, FILE *ou
 int main(int argc, char **argv) {
     const char *root = ".";
     int a = 1;
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: bookpp [-C root] chapter.md > out.md\n"
+               "Expands the chapter's @include lines into the code they name. Run by `make book`.\n");
+        return 0;
+    }
     if (a + 1 < argc && strcmp(argv[a], "-C") == 0) {
         root = argv[a + 1];
         a += 2;

@@ -31,10 +31,12 @@
 static const char *chapters_dir = "chapters";
 static const char *tests_dir = "tests/chapters";
 
-static int usage(void) {
-    fprintf(stderr, "usage: exercises [--chapters-dir D] [--tests-dir D] list CHAPTER | check |\n"
-                    "       stub [--all] CHAPTER OUT | variant CHAPTER DIR ID OUT | restore CHAPTER DIR ID\n");
-    return 2;
+/* The usage on f; returns rc (0 for --help, 2 for a bad command line). */
+static int usage(FILE *f, int rc) {
+    fprintf(f, "usage: exercises [--chapters-dir D] [--tests-dir D] list CHAPTER | check |\n"
+               "       stub [--all] CHAPTER OUT | variant CHAPTER DIR ID OUT | restore CHAPTER DIR ID\n"
+               "The exercise stubber behind `make chapter=X exercise` and `grade` (see book/instructors.md).\n");
+    return rc;
 }
 
 static int report(StrList *problems) {
@@ -275,12 +277,13 @@ static int cmd_variant(const char *chapter, const char *dir, const char *id, con
 
 int main(int argc, char **argv) {
     int i = 1;
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) return usage(stdout, 0);
     for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
         if (strcmp(argv[i], "--chapters-dir") == 0) chapters_dir = argv[i + 1];
         else if (strcmp(argv[i], "--tests-dir") == 0) tests_dir = argv[i + 1];
-        else return usage();
+        else return usage(stderr, 2);
     }
-    if (i >= argc) return usage();
+    if (i >= argc) return usage(stderr, 2);
     const char *cmd = argv[i++];
     int n = argc - i;
     char **a = argv + i;
@@ -290,5 +293,5 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "stub") == 0 && n == 2) return cmd_stub(a[0], a[1], false);
     if (strcmp(cmd, "variant") == 0 && n == 4) return cmd_variant(a[0], a[1], a[2], a[3], false);
     if (strcmp(cmd, "restore") == 0 && n == 3) return cmd_variant(a[0], a[1], a[2], NULL, true);
-    return usage();
+    return usage(stderr, 2);
 }

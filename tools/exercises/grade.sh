@@ -1,7 +1,11 @@
 #!/bin/sh
-# grade.sh CHAPTER DIR [ID]: grades the exercises of CHAPTER in DIR (a student's
-# copy made by `make chapter=CHAPTER exercise`, or the chapter itself), or
-# only exercise ID. Prints one line per exercise and "Score: got/total".
+# grade.sh [--json FILE] CHAPTER DIR [ID]: grades the exercises of CHAPTER in
+# DIR (a student's copy made by `make chapter=CHAPTER exercise`, or the chapter
+# itself), or only exercise ID. Prints one line per exercise and "Score:
+# got/total"; exits 0 only when every graded exercise passed (1 otherwise, 2 on
+# a usage error). --json FILE (or GRADE_JSON=FILE) also writes the result for
+# autograders: {"chapter", "dir", "points", "max", "pass", "exercises": [{"name",
+# "title", "points", "max", "pass", "reason"}]}.
 #
 # Exercise X is graded on a variant of DIR in which every other exercise is
 # the reference version (`exercises variant`): X passes or fails on its own,
@@ -12,11 +16,16 @@
 # Run from the top of the repository. Environment (the make targets set it):
 #   BUILD (build), CC (cc), CFLAGS, LDLIBS, COMMON_LIB ($BUILD/obj/libcommon.a),
 #   EXERCISES_TOOL ($BUILD/tools/exercises), GRADE_TIMEOUT (seconds per run, 300),
-#   GRADE_OUT (where builds and logs go: $BUILD/exercises/CHAPTER)
+#   GRADE_OUT (where builds and logs go: $BUILD/exercises/CHAPTER), GRADE_JSON
 set -u
 
-chapter=${1:?usage: grade.sh CHAPTER DIR [ID]}
-dir=${2:?usage: grade.sh CHAPTER DIR [ID]}
+json=${GRADE_JSON:-}
+if [ "${1:-}" = --json ]; then
+    json=${2:?usage: grade.sh [--json FILE] CHAPTER DIR [ID]}
+    shift 2
+fi
+chapter=${1:?usage: grade.sh [--json FILE] CHAPTER DIR [ID]}
+dir=${2:?usage: grade.sh [--json FILE] CHAPTER DIR [ID]}
 only=${3:-}
 BUILD=${BUILD:-build}
 CC=${CC:-cc}
@@ -38,6 +47,12 @@ fi
 
 out=${GRADE_OUT:-$BUILD/exercises/$chapter}
 cache=$BUILD/exercises/cache
+# The grader removes only what it made: a GRADE_OUT it did not make must be new or empty.
+if [ -n "${GRADE_OUT:-}" ] && [ ! -f "$out/.grade-out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+    echo "grade: GRADE_OUT=$out already holds files the grader did not write; give a new or empty directory" >&2
+    exit 2
+fi
+mkdir -p "$out" && : >"$out/.grade-out" || exit 2
 rm -rf "${out:?}/bin"
 mkdir -p "$out/bin" "$cache" || exit 2
 find "$cache" -type f -mtime +7 -exec rm -f {} + # objects no grading has used for a week
@@ -119,9 +134,15 @@ why() {
                for (i = 0; i < n3; i++) print "          " c[i] }' "$1"
 }
 
+# A JSON string of $1 (the grader's own messages and markers' titles: no control characters).
+json_str() {
+    printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\t\n\r' '   ')"
+}
+
 echo "Grading $dir (chapter $chapter): each exercise with your version of it and the reference of the others"
 got=0
 total=0
+entries=
 tab=$(printf '\t')
 while IFS=$tab read -r id points _file _function tests title; do
     [ -n "$only" ] && [ "$id" != "$only" ] && continue
@@ -151,6 +172,9 @@ while IFS=$tab read -r id points _file _function tests title; do
             [ -n "$v" ] && verdict="$name $v" && break
         done
     fi
+    [ -n "$entries" ] && entries="$entries,"
+    entries="$entries
+    {\"name\": $(json_str "$id"), \"title\": $(json_str "$title"), \"points\": $([ -z "$verdict" ] && echo "$points" || echo 0), \"max\": $points, \"pass\": $([ -z "$verdict" ] && echo true || echo false), \"reason\": $(json_str "$verdict")}"
     if [ -z "$verdict" ]; then
         got=$((got + points))
         printf 'OK    %-20s %2d/%-2d  %s\n' "$id" "$points" "$points" "$title"
@@ -169,3 +193,11 @@ $list
 EOF
 [ "$got" -lt "$total" ] && echo "Logs of each exercise: $out/<id>/ (build.log, test.log)"
 echo "Score: $got/$total"
+pass=$([ "$got" -eq "$total" ] && echo true || echo false)
+if [ -n "$json" ]; then
+    printf '{"chapter": %s, "dir": %s, "points": %d, "max": %d, "pass": %s, "exercises": [%s\n]}\n' \
+        "$(json_str "$chapter")" "$(json_str "$dir")" "$got" "$total" "$pass" "$entries" >"$json.tmp$$" &&
+        mv "$json.tmp$$" "$json" || { echo "grade: cannot write $json" >&2; exit 2; }
+    echo "JSON: $json"
+fi
+[ "$pass" = true ]
