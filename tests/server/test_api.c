@@ -246,7 +246,7 @@ TEST(server_chat_server_bad_command_lines) {
         {"--bogus models/default.gguf", "unknown option '--bogus'"},
         {"--bind nowhere models/default.gguf", "--bind wants HOST:PORT"},
         {"--bind 127.0.0.1:99999 models/default.gguf", "--bind wants HOST:PORT"},
-        {"--queue -1 models/default.gguf", "--queue must be an integer >= 0"},
+        {"--queue -1 models/default.gguf", "--queue must be an integer from 0 to"},
         {"--timeout 0 models/default.gguf", "--timeout must be an integer from 1"},
         {"--kv weird models/default.gguf", "unknown KV cache kind 'weird'"},
         {"--max-connections", "needs a value"},
