@@ -574,9 +574,16 @@ static void linger_close(int fd) {
     close(fd);
 }
 
-static void log_exchange(const Server *s, const Exchange *x, double t0) {
+/* Client-supplied text in a log line, control characters shown as '?'. */
+static void log_clean(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+static void log_exchange(const Server *s, Exchange *x, double t0) {
     if (s->cfg.quiet) return;
     const HttpRequest *r = x->req;
+    log_clean(x->note);
     fprintf(stderr, "%s %.200s %d %.0f ms%s%s\n", r && r->method[0] ? r->method : "-", r && r->target ? r->target : "-",
             x->status, time_now_ms() - t0, x->note[0] ? " " : "", x->note);
 }
