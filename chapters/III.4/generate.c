@@ -50,7 +50,13 @@ static bool open_sequence(Session *s, const KvFlags *f, KvPool **pool, Sequence 
         kv_pool_free(*pool);
         return false;
     }
-    if (*pool && !s->opt.quiet) kv_pool_report(*pool, stderr);
+    if (*pool && !s->opt.quiet) {
+        kv_pool_report(*pool, stderr);
+        long tokens = (long)(*pool)->n_blocks * (*pool)->block_size;
+        if (tokens < s->ctx)
+            fprintf(stderr, "kv pool: %ld tokens, less than the context of %d (--kv-mem or --kv-blocks for more)\n",
+                    tokens, s->ctx);
+    }
     return true;
 }
 
