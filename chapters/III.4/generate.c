@@ -107,4 +107,6 @@ static void generate_with_kv_cache(Session *s) {
 void generate(Session *s) {
     if (s->opt.kv) generate_with_kv_cache(s);
     else generate_full_recompute(s);
+    if (!s->opt.kv && session_kv_flags(s).trace)
+        fprintf(stderr, "model-generate: --kv-trace: no cache to show with --kv none\n");
 }

@@ -299,13 +299,15 @@ static bool measure_kv(const Options *o, KvTable *t, double gb1, double gbn) {
     snprintf(tool, sizeof tool, "%s/tools/kv-bench", o->build);
     if (o->n_kv_contexts == 0 || access(tool, X_OK) != 0) return false;
     for (int i = 0; i < o->n_kv_contexts; i++)
-        snprintf(contexts + strlen(contexts), sizeof contexts - strlen(contexts), "%s%s", i ? " " : "", o->kv_contexts[i]);
+        snprintf(contexts + strlen(contexts), sizeof contexts - strlen(contexts), "%s%s", i ? " " : "",
+                 o->kv_contexts[i]);
     snprintf(t->type, sizeof t->type, "%s", o->types[0]);
     snprintf(t->backend, sizeof t->backend, "%s", o->backends[o->n_backends - 1]);
     t->threads = strcmp(t->backend, "parallel") == 0 ? o->threads : 1;
     t->gbps = t->threads == 1 ? gb1 : gbn;
-    snprintf(cmd, sizeof cmd, "%s --json --model %s/qwen3-0.6b-%s.gguf --backend %s --threads %d --contexts '%s' "
-             "--steps %d --runs %d", tool, o->models, t->type, t->backend, t->threads, contexts, o->kv_tokens, o->runs + 1);
+    snprintf(cmd, sizeof cmd,
+             "%s --json --model %s/qwen3-0.6b-%s.gguf --backend %s --threads %d --contexts '%s' --steps %d --runs %d",
+             tool, o->models, t->type, t->backend, t->threads, contexts, o->kv_tokens, o->runs + 1);
     fprintf(stderr, "bench: %s\n", cmd);
     JsonValue *res = run_json(cmd);
     if (!res) {
@@ -331,7 +333,7 @@ static void print_kv_table(FILE *f, const KvTable *t, const Options *o) {
                "positions already cached: the median of %d runs of %d steps, the kinds taking turns. Attention reads\n"
                "every cached key and value at each step (%.0f KB a position: K and V of every layer, float32; read\n"
                "bandwidth %.1f GB/s), so a step grows with N by attention's own cost, timed alone in the same runs\n"
-               "(one query per layer over the cache's spans: one span for basic, one per 16-position block for paged).\n"
+               "(one query per layer over the cache's spans: one span for basic, one a 16-position block for paged).\n"
                "The basic cache also copies its whole history into longer arrays at every step; the paged one\n"
                "writes one row into its last block. Climbs are since the first row.\n\n",
             t->runs, o->kv_tokens, t->kv_bytes_per_token / 1e3, t->gbps);
