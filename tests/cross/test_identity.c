@@ -138,7 +138,8 @@ TEST(identity_paged_block_sizes_and_threads) {
         snprintf(modes[nm].flags, sizeof modes[nm].flags, "%s", flags[i]);
         nm++;
     }
-    const char *p = write_prompt("p-blocks.txt", "<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n");
+    const char *p =
+        write_prompt("p-blocks.txt", "<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n");
     compare_modes(modes, nm, test_model("small-q8_0"), p, 24, "--ignore-eos --backend scalar");
     RunMode threads[3] = {{"", "--kv none --threads 1"}, {"", "--kv paged --kv-block-size 3 --threads 2"},
                           {"", "--kv paged --threads 1"}};
