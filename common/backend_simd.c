@@ -17,17 +17,6 @@
 #include <immintrin.h>
 #endif
 
-/* The 6-bit scale and min of sub-block j of a Q4_K super-block (facts §2.4). */
-static inline void simd_scale_min_k4(int j, const uint8_t *s, int *sc, int *mn) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-        *mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 #if defined(__x86_64__)
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
@@ -70,7 +59,15 @@ const SimdKernels *simd_kernels(void) {
     return k ? k : simd_kernels_isa("avx2");
 }
 
-bool simd_quantized(DType t) { return t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_K || t == DT_Q6_K; }
+bool simd_quantized(DType t) {
+    switch (t) {
+    case DT_Q8_0: case DT_Q4_0: case DT_Q4_1: case DT_Q5_0: case DT_Q5_1: case DT_IQ4_NL:
+    case DT_Q2_K: case DT_Q3_K: case DT_Q4_K: case DT_Q5_K: case DT_Q6_K: case DT_IQ4_XS:
+        return true;
+    default:
+        return false;
+    }
+}
 
 int simd_tile_cols(const SimdKernels *k, DType t) {
     if (!k) return 1;

@@ -3,7 +3,7 @@
  * thread pool, each thread a range of output columns or heads).
  *
  * A matmul runs in two steps:
- *   1. prepare: for quantized weights (Q8_0, Q4_0, Q4_K, Q6_K), each activation
+ *   1. prepare: for quantized weights (every type but F32, F16, BF16), each activation
  *      row is quantized to 8-bit blocks of 32, as llama.cpp does, so that the
  *      dot products run on integers. A row's quantization depends on that row
  *      only, so it is the same whatever the batch or the thread that does it.

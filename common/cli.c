@@ -37,6 +37,8 @@ void cli_usage_extra(FILE *f, const char *prog, const char *const *kv_modes, con
     fprintf(f, "  --json             print one JSON object with the text and metrics at the end\n");
     fprintf(f, "  --quiet            print only the metrics block (no text, no step table)\n");
     fprintf(f, "  --logits F         write every step's logits to F (float32 rows, little-endian)\n");
+    fprintf(f, "  --info             describe the model file (shapes, tokenizer, tensor types, ignored\n");
+    fprintf(f, "                     keys, whether it runs here) and generate nothing\n");
     fprintf(f, "  --help             this text\n");
     fprintf(f, "\ndefaults: prompt \"%s\", max_new_tokens %d\n", DEFAULT_PROMPT, DEFAULT_MAX_NEW);
 }
@@ -45,7 +47,7 @@ void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
     cli_usage_extra(f, prog, kv_modes, NULL);
 }
 
-static int parse_int(const char *s, const char *what, int min, int max, int *out, char *err) {
+int cli_parse_int(const char *s, const char *what, int min, int max, int *out, char *err) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -112,10 +114,10 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
         } else if (strcmp(a, "--backend") == 0) {
             if (!(o->backend = need_value(argc, argv, &i, err))) return -1;
         } else if (strcmp(a, "--threads") == 0) {
-            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--threads", 1, 1024, &o->threads, err))
+            if (!(v = need_value(argc, argv, &i, err)) || cli_parse_int(v, "--threads", 1, 1024, &o->threads, err))
                 return -1;
         } else if (strcmp(a, "--ctx") == 0) {
-            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--ctx", 1, INT_MAX, &o->ctx, err)) return -1;
+            if (!(v = need_value(argc, argv, &i, err)) || cli_parse_int(v, "--ctx", 1, INT_MAX, &o->ctx, err)) return -1;
         } else if (strcmp(a, "--prompt-file") == 0) {
             if (!(o->prompt_file = need_value(argc, argv, &i, err))) return -1;
         } else if (strcmp(a, "--logits") == 0) {
@@ -124,6 +126,7 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
         else if (strcmp(a, "--ignore-eos") == 0) o->ignore_eos = true;
         else if (strcmp(a, "--json") == 0) o->json = o->quiet = true;
         else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (strcmp(a, "--info") == 0) o->info = true;
         else if (extra && (took = extra->parse(extra->flags, argc, argv, &i, err)) != 0) {
             if (took < 0) return -1;
         } else if (a[0] == '-' && a[1] != '\0') {
@@ -148,7 +151,7 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
     }
     if (n_pos >= 2 && n_prompt_args) o->prompt = pos[1];
     if (n_pos == 2 + n_prompt_args &&
-        parse_int(pos[1 + n_prompt_args], "max_new_tokens", 0, INT_MAX, &o->max_new_tokens, err))
+        cli_parse_int(pos[1 + n_prompt_args], "max_new_tokens", 0, INT_MAX, &o->max_new_tokens, err))
         return -1;
     if (!o->prompt && !o->prompt_file) o->prompt = DEFAULT_PROMPT;
     return 0;

@@ -36,6 +36,7 @@ typedef struct {
     const char *kv;           /* --kv mode (the chapter's first by default), NULL for none */
     int ctx;                  /* --ctx cap on the sequence length, 0 = the model's */
     const CliExtra *extra;    /* the chapter's own options, or NULL */
+    bool info;                /* --info: print the model file's summary, generate nothing */
 } GenOptions;
 
 /* kv_modes: NULL-terminated list of the chapter's cache kinds (the first is
@@ -47,5 +48,9 @@ void cli_usage(FILE *f, const char *prog, const char *const *kv_modes);
 int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
                     char *err);
 void cli_usage_extra(FILE *f, const char *prog, const char *const *kv_modes, const CliExtra *extra);
+
+/* An integer option's value s in [min, max]: 0, or -1 with err naming the
+ * option (what) and the range. Shared by every program's flags. */
+int cli_parse_int(const char *s, const char *what, int min, int max, int *out, char *err);
 
 #endif

@@ -202,10 +202,6 @@ static bool check_tensor(const GgufFile *g, GgufTensor *t, char *err) {
         err_set(err, "tensor '%s': unknown tensor type %u", t->name, t->type);
         return false;
     }
-    if (!dtype_supported(t->type)) {
-        err_set(err, "tensor '%s': tensor type %s is not supported by this engine", t->name, tn);
-        return false;
-    }
     uint64_t n = 1;
     for (int d = 0; d < GGUF_MAX_DIMS; d++) {
         if (t->ne[d] == 0 || t->ne[d] > (1ull << 40) || n > (1ull << 40) / t->ne[d]) {

@@ -43,7 +43,8 @@ typedef struct {
     char name[64];
     uint32_t n_dims;
     uint64_t ne[GGUF_MAX_DIMS]; /* ne[0] is the contiguous dimension; unused dims are 1 */
-    uint32_t type;              /* a DType id (dtype.h), checked to be known */
+    uint32_t type;              /* a DType id (dtype.h), checked to be known (not to be
+                                 * one the engine runs: the model loader checks that) */
     uint64_t offset;            /* relative to the data section */
     uint64_t nbytes;
     const void *data;           /* into the map */

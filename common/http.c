@@ -55,6 +55,7 @@ static bool is_tchar(unsigned char c) {
 
 /* The end of the line starting at p (the index of its LF), or -1 if there is none in buf[p..len). */
 static long find_lf(const char *buf, size_t len, size_t p) {
+    if (p >= len) return -1;
     const char *lf = memchr(buf + p, '\n', len - p);
     return lf ? lf - buf : -1;
 }

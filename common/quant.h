@@ -1,7 +1,8 @@
 /* quant.h: quantization of float rows into the GGUF weight types, the inverse
- * of dequant_row (dtype.h). Used to write model files; the schemes are ggml's
- * round-to-nearest references (no importance matrix), so dequant_row of the
- * result is close to the input but not bit-identical to llama-quantize. */
+ * of dequant_row (dtype.h). Used to write model files. The schemes are plain
+ * round to nearest (scales from each block's extremes, no importance matrix,
+ * no search for better scales), so dequant_row of the result is close to the
+ * input but not what llama-quantize would write for the same weights. */
 #ifndef QUANT_H
 #define QUANT_H
 
@@ -10,7 +11,8 @@
 
 #include "dtype.h"
 
-/* True for the types quant_row can write: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K. */
+/* True for the types quant_row can write: every type dtype_supported says the
+ * engine runs. */
 bool quant_supported(DType t);
 
 /* dst (dtype_row_bytes(t, n) bytes) = src[0..n) in type t. n must be a multiple

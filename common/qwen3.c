@@ -18,6 +18,67 @@ static int get_int(const GgufFile *g, const char *key, int *out, char *err) {
     return 0;
 }
 
+/* A number-valued key that may only hold a neutral value (absent is fine). */
+static int check_neutral(const GgufFile *g, const char *key, float a, float b, char *err) {
+    const GgufKv *kv = gguf_find(g, key);
+    float v;
+    if (!kv) return 0;
+    if (gguf_get_f32(g, key, &v, err) != 0) return -1;
+    if (v != a && v != b) {
+        err_set(err, "key '%s' = %g: RoPE scaling is not implemented by this engine (it runs plain RoPE)", key, v);
+        return -1;
+    }
+    return 0;
+}
+
+/* This engine runs plain RoPE over the whole head. Keys asking for anything
+ * else (YaRN or linear scaling, a partial rotation, unknown variants) would
+ * change every logit, so they are errors naming the key, never ignored. Keys
+ * that only describe the model (original_context_length, finetuned) and
+ * neutral values (scaling.type "none", factor 1) pass. */
+static int check_rope(const GgufFile *g, const Qwen3Config *c, char *err) {
+    GgufStr type;
+    if (gguf_find(g, "qwen3.rope.scaling.type")) {
+        if (gguf_get_str(g, "qwen3.rope.scaling.type", &type, err) != 0) return -1;
+        if (!gguf_str_eq(type, "none") && !gguf_str_eq(type, "linear")) {
+            err_set(err, "key 'qwen3.rope.scaling.type' = '%.*s': RoPE scaling is not implemented by this engine "
+                         "(it runs plain RoPE)", (int)(type.len > 40 ? 40 : type.len), type.ptr);
+            return -1;
+        }
+    }
+    /* a factor of 0 means "not set" to llama.cpp, and linear scaling by 1 is no scaling */
+    if (check_neutral(g, "qwen3.rope.scaling.factor", 0.0f, 1.0f, err) ||
+        check_neutral(g, "qwen3.rope.scale_linear", 0.0f, 1.0f, err) ||
+        check_neutral(g, "qwen3.rope.scaling.attn_factor", 1.0f, 1.0f, err))
+        return -1;
+    if (gguf_find(g, "qwen3.rope.dimension_count")) {
+        int rot;
+        if (get_int(g, "qwen3.rope.dimension_count", &rot, err)) return -1;
+        if (rot != c->head_dim) {
+            err_set(err, "key 'qwen3.rope.dimension_count' = %d: this engine rotates the whole head (%d dimensions)",
+                    rot, c->head_dim);
+            return -1;
+        }
+    }
+    static const char *const KNOWN[] = {
+        "qwen3.rope.freq_base", "qwen3.rope.dimension_count", "qwen3.rope.scaling.type",
+        "qwen3.rope.scaling.factor", "qwen3.rope.scale_linear", "qwen3.rope.scaling.attn_factor",
+        "qwen3.rope.scaling.original_context_length", "qwen3.rope.scaling.finetuned",
+    };
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        GgufStr k = g->kv[i].key;
+        if (k.len < 11 || memcmp(k.ptr, "qwen3.rope.", 11) != 0) continue;
+        bool known = false;
+        for (size_t j = 0; j < sizeof KNOWN / sizeof KNOWN[0]; j++) known |= gguf_str_eq(k, KNOWN[j]);
+        if (!known) {
+            err_set(err, "key '%.*s': this RoPE variant is not implemented by this engine (it runs plain RoPE)",
+                    (int)(k.len > 80 ? 80 : k.len), k.ptr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int load_config(const GgufFile *g, Qwen3Config *c, char *err) {
     GgufStr arch;
     if (gguf_get_str(g, "general.architecture", &arch, err) != 0) return -1;
@@ -37,9 +98,14 @@ static int load_config(const GgufFile *g, Qwen3Config *c, char *err) {
     if (gguf_find(g, "qwen3.attention.head_count_kv") &&
         get_int(g, "qwen3.attention.head_count_kv", &c->n_kv_heads, err))
         return -1;
-    c->rope_theta = 10000.0f;
-    if (gguf_find(g, "qwen3.rope.freq_base") && gguf_get_f32(g, "qwen3.rope.freq_base", &c->rope_theta, err))
+    /* llama.cpp would take 10000 for a missing base; Qwen3 was trained with
+     * 1000000. A file without the key is broken, and guessing would hide it. */
+    if (!gguf_find(g, "qwen3.rope.freq_base")) {
+        err_set(err, "missing metadata key 'qwen3.rope.freq_base' (RoPE's base frequency: Qwen3 uses 1000000; "
+                     "this engine does not guess it)");
         return -1;
+    }
+    if (gguf_get_f32(g, "qwen3.rope.freq_base", &c->rope_theta, err)) return -1;
     if (gguf_get_f32(g, "qwen3.attention.layer_norm_rms_epsilon", &c->norm_eps, err)) return -1;
     if (c->n_heads % c->n_kv_heads != 0) {
         err_set(err, "head_count %d is not a multiple of head_count_kv %d", c->n_heads, c->n_kv_heads);
@@ -57,6 +123,7 @@ static int load_config(const GgufFile *g, Qwen3Config *c, char *err) {
             return -1;
         }
     }
+    if (check_rope(g, c, err) != 0) return -1;
     if (!(c->rope_theta > 0.0f) || !(c->norm_eps > 0.0f)) {
         err_set(err, "rope.freq_base and layer_norm_rms_epsilon must be positive");
         return -1;
@@ -90,6 +157,11 @@ static int get_tensor(const GgufFile *g, const char *name, int64_t cols, int64_t
                 (unsigned long long)gt->ne[0], (unsigned long long)gt->ne[1],
                 (unsigned long long)gt->ne[2], (unsigned long long)gt->ne[3], (long long)cols,
                 (long long)want_rows);
+        return -1;
+    }
+    if (!dtype_supported(gt->type)) {
+        err_set(err, "tensor '%s': type %s is not supported (supported types: %s)", name, dtype_name(gt->type),
+                dtype_supported_names());
         return -1;
     }
     t->name = gt->name;

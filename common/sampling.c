@@ -29,20 +29,35 @@ double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
 /* ---- e^x with basic operations only ---------------------------------------- */
 
+/* 2^k as a double, built from its bits: exact for -1022 <= k <= 1023. */
+static double pow2i(int k) {
+    uint64_t bits = (uint64_t)(k + 1023) << 52;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
 double sampling_exp(double x) {
     if (x != x) return x;
     if (x < -745.2) return 0.0;
     if (x > 709.7) return HUGE_VAL;
     /* x = k ln2 + r with |r| <= ln2/2; ln2 = LN2_HI + LN2_LO where k * LN2_HI is
-     * exact (LN2_HI has its low 32 bits zero), so r carries no rounding of k ln2. */
-    const double LOG2E = 1.44269504088896338700e+00;
+     * exact (LN2_HI has its low 32 bits zero), so r carries no rounding of k ln2.
+     * Adding and subtracting 1.5 * 2^52 rounds to the nearest integer. */
+    const double LOG2E = 1.44269504088896338700e+00, ROUND = 0x1.8p52;
     const double LN2_HI = 6.93147180369123816490e-01, LN2_LO = 1.90821492927058770002e-10;
-    double k = floor(x * LOG2E + 0.5);
+    double k = (x * LOG2E + ROUND) - ROUND;
     double r = (x - k * LN2_HI) - k * LN2_LO;
-    /* e^r by its Taylor series to r^13 / 13! (the next term is below 5e-18). */
-    double p = 1.0;
-    for (int n = 13; n >= 1; n--) p = 1.0 + p * r / n;
-    return ldexp(p, (int)k);   /* exact: only the exponent changes */
+    /* e^r by its Taylor series to r^13 / 13! (the next term is below 5e-18),
+     * by Horner's rule with the constants 1/n! (folded by the compiler, exactly rounded). */
+    static const double inv_fact[14] = {1.0,           1.0,            1.0 / 2,         1.0 / 6,
+                                        1.0 / 24,      1.0 / 120,      1.0 / 720,       1.0 / 5040,
+                                        1.0 / 40320,   1.0 / 362880,   1.0 / 3628800,   1.0 / 39916800,
+                                        1.0 / 479001600, 1.0 / 6227020800.0};
+    double p = inv_fact[13];
+    for (int n = 12; n >= 0; n--) p = p * r + inv_fact[n];
+    /* times 2^k, exactly: in two steps when 2^k alone would be subnormal */
+    return k >= -1022 ? p * pow2i((int)k) : p * pow2i((int)k + 60) * 0x1.0p-60;
 }
 
 /* ---- candidates, best first ----------------------------------------------- */

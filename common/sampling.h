@@ -8,9 +8,12 @@
  *   -> renormalize -> draw with our own seeded generator.
  *
  * (HF transformers and vLLM apply temperature before the filters, as here;
- * llama.cpp's default chain filters first.) Every step uses integers or IEEE
- * float/double + - * / and a hand-written exp, never the C library's exp, so
- * the same logits and seed give the same tokens on every machine and libc. */
+ * llama.cpp's default chain filters first.) Every step that decides a token
+ * uses integers or IEEE float/double + - * / and a hand-written exp, never the
+ * C library's exp, so the same logits and seed give the same tokens on every
+ * machine and libc (built as the project builds, without fused multiply-adds).
+ * Numbers that are only reported (a greedy token's probability, logprobs) may
+ * use libm. */
 #ifndef SAMPLING_H
 #define SAMPLING_H
 

@@ -3,6 +3,9 @@
  * one after another (keep-alive) and answers each; a generation request goes
  * to the engine, and the thread relays what the engine produces to the
  * client, watching for the client to go away meanwhile. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* POLLRDHUP, accept4, pipe2, memmem */
+#endif
 #include "server.h"
 
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "openai.h"
 #include "prometheus.h"
 
@@ -86,18 +90,6 @@ void server_flags_usage(FILE *out) {
     fprintf(out, "  --quiet                no log line per request\n");
 }
 
-static int flag_int(const char *flag, const char *v, long lo, long hi, long *out, char *err) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
-        err_set(err, "%s must be an integer from %ld to %ld, got '%s'", flag, lo, hi, v);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 /* "HOST:PORT" or "[IPv6]:PORT" into host and port. */
 static int split_bind(const char *bind, char *host, size_t cap, char *port, char *err) {
     const char *colon = strrchr(bind, ':');
@@ -135,7 +127,7 @@ int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err
         return -1;
     }
     const char *v = argv[++*i];
-    long x = 0;
+    int x = 0;
     switch (k) {
     case 0: {
         char host[64], port[8];
@@ -150,9 +142,9 @@ int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err
         }
         c->api_key = v;
         break;
-    case 2: if (flag_int(a, v, 1, 100000, &x, err)) return -1; c->max_connections = (int)x; break;
-    case 3: if (flag_int(a, v, 1, 86400, &x, err)) return -1; c->http.timeout_ms = (int)x * 1000; break;
-    case 4: if (flag_int(a, v, 1, 1L << 30, &x, err)) return -1; c->http.max_body = (size_t)x; break;
+    case 2: if (cli_parse_int(v, a, 1, 100000, &x, err)) return -1; c->max_connections = x; break;
+    case 3: if (cli_parse_int(v, a, 1, 86400, &x, err)) return -1; c->http.timeout_ms = x * 1000; break;
+    case 4: if (cli_parse_int(v, a, 1, 1 << 30, &x, err)) return -1; c->http.max_body = (size_t)x; break;
     case 5: c->model_name = v; break;
     }
     return 1;
@@ -299,6 +291,17 @@ static int check_context(const Server *s, int n_prompt, int max_tokens, char *er
     return -1;
 }
 
+/* r has ended: counts it (before the client can see the end) and notes a
+ * client that left. NULL when there is no one left to answer. */
+static const GenResult *request_ended(Exchange *x, GenRequest *r) {
+    const GenResult *res = gen_result(r);
+    count_generation(x->s, res);
+    if (!x->gone && !res->cancelled) return res;
+    x->status = 499;
+    x->keep_alive = false;
+    return NULL;
+}
+
 static void write_event(Exchange *x, HttpStream *hs, GenRequest *r, const char *json, size_t len) {
     Buf ev = {0};
     sse_append_event(&ev, json, len);
@@ -321,6 +324,28 @@ static void begin_stream(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRe
     buf_free(&b);
 }
 
+/* The end of a stream: the chunk with finish_reason (or an error event),
+ * the usage chunk if asked, and [DONE]. */
+static void end_stream(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRequest *q, const OaiReply *a,
+                       const GenResult *res) {
+    Buf b = {0};
+    if (res->status) {
+        oai_error_json(&b, res->status, res->message, NULL);
+        snprintf(x->note, sizeof x->note, "failed mid-stream: %.400s", res->message);
+    } else {
+        oai_chunk_json(&b, q, a, NULL, NULL, 0, NULL, 0, res->finish_reason);
+    }
+    write_event(x, hs, r, b.data, b.len);
+    if (!res->status && q->include_usage) {
+        b.len = 0;
+        oai_usage_chunk_json(&b, q, a, res);
+        write_event(x, hs, r, b.data, b.len);
+    }
+    if (!x->gone && (http_stream_write(hs, "data: [DONE]\n\n", 14) != 0 || http_stream_end(hs) != 0)) x->gone = true;
+    if (x->gone || !hs->chunked) x->keep_alive = false;
+    buf_free(&b);
+}
+
 /* Streams r's pieces as SSE chunks, ending with finish_reason, usage if asked, and [DONE].
  * The head is sent with the first piece, so a request that fails before it gets a plain error. */
 static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const OaiReply *a) {
@@ -339,31 +364,15 @@ static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const 
         write_event(x, &hs, r, b.data, b.len);
         gen_piece_free(&p);
     }
-    const GenResult *res = gen_result(r);
-    if (x->gone || res->cancelled) {
-        x->status = 499;
-        x->keep_alive = false;
-    } else if (!started && res->status) {
-        reply_error(x, res->status, res->message, NULL);
-    } else {
-        if (!started) begin_stream(x, &hs, r, q, a);
-        b.len = 0;
-        if (res->status) {
-            oai_error_json(&b, res->status, res->message, NULL);
-            snprintf(x->note, sizeof x->note, "failed mid-stream: %.400s", res->message);
-        } else {
-            oai_chunk_json(&b, q, a, NULL, NULL, 0, NULL, 0, res->finish_reason);
-        }
-        write_event(x, &hs, r, b.data, b.len);
-        if (!res->status && q->include_usage) {
-            b.len = 0;
-            oai_usage_chunk_json(&b, q, a, res);
-            write_event(x, &hs, r, b.data, b.len);
-        }
-        if (!x->gone && (http_stream_write(&hs, "data: [DONE]\n\n", 14) != 0 || http_stream_end(&hs) != 0)) x->gone = true;
-        if (x->gone || !hs.chunked) x->keep_alive = false;
-    }
     buf_free(&b);
+    const GenResult *res = request_ended(x, r);
+    if (!res) return;
+    if (!started && res->status) {
+        reply_error(x, res->status, res->message, NULL);
+        return;
+    }
+    if (!started) begin_stream(x, &hs, r, q, a);
+    end_stream(x, &hs, r, q, a, res);
 }
 
 /* Collects r's whole reply, then answers with one JSON response. */
@@ -382,13 +391,10 @@ static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const O
         }
         gen_piece_free(&p);
     }
-    const GenResult *res = gen_result(r);
-    if (x->gone || res->cancelled) {
-        x->status = 499;
-        x->keep_alive = false;
-    } else if (res->status) {
+    const GenResult *res = request_ended(x, r);
+    if (res && res->status) {
         reply_error(x, res->status, res->message, NULL);
-    } else {
+    } else if (res) {
         Buf b = {0};
         oai_response_json(&b, q, a, text.data, text.len, lps, n_lp, res);
         reply_json(x, 200, &b);
@@ -436,7 +442,6 @@ static void route_generate(Exchange *x, OaiKind kind) {
         if (q.stream) stream_reply(x, r, &q, &a);
         else whole_reply(x, r, &q, &a);
         const GenResult *res = gen_result(r);
-        count_generation(s, res);
         if (!x->note[0])
             snprintf(x->note, sizeof x->note, "%s prompt %d (cached %d), generated %d, %s%s", in.id, res->n_prompt,
                      res->n_cached, res->n_generated, res->finish_reason ? res->finish_reason : "-",
@@ -570,9 +575,16 @@ static void linger_close(int fd) {
     close(fd);
 }
 
-static void log_exchange(const Server *s, const Exchange *x, double t0) {
+/* Client-supplied text in a log line, control characters shown as '?'. */
+static void log_clean(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
+static void log_exchange(const Server *s, Exchange *x, double t0) {
     if (s->cfg.quiet) return;
     const HttpRequest *r = x->req;
+    log_clean(x->note);
     fprintf(stderr, "%s %.200s %d %.0f ms%s%s\n", r && r->method[0] ? r->method : "-", r && r->target ? r->target : "-",
             x->status, time_now_ms() - t0, x->note[0] ? " " : "", x->note);
 }

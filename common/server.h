@@ -86,7 +86,10 @@ GenRequest *gen_request_create(const GenInput *in, const Tokenizer *tok, const c
 /* Only when the request never went to an engine, or after gen_next returned -1. */
 void gen_request_free(GenRequest *r);
 
-/* ---- the engine's side: called from the engine's thread(s) ---- */
+/* ---- the engine's side: called from the engine's thread(s) ----
+ * One request's calls come from one thread at a time (the detokenizing
+ * state is not locked); different requests may be driven by different
+ * threads, or all by one. */
 
 const GenInput *gen_input(const GenRequest *r);
 /* The engine starts working on r (it leaves the queue). */

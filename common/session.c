@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "model_info.h"
 
 static int read_prompt(Session *s, char **text, size_t *len, char *err) {
     if (s->opt.prompt_file) {
@@ -56,6 +57,7 @@ int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_
     memset(s, 0, sizeof *s);
     int rc = cli_parse_extra(&s->opt, argc, argv, kv_modes, extra, err);
     if (rc != 0) return rc;
+    if (s->opt.info) return 2;
     if (!(s->be = backend_create(s->opt.backend, s->opt.threads, err))) return -1;
     if (qwen3_load(&s->model, s->opt.model_path, err) != 0) goto fail;
     char inner[ERR_MAX];
@@ -195,6 +197,11 @@ int session_main_extra(int argc, char **argv, const char *const *kv_modes, const
     if (rc == 1) {
         cli_usage_extra(stdout, "model-generate", kv_modes, extra);
         return 0;
+    }
+    if (rc == 2) { /* --info: the summary, and whether this engine runs the file */
+        rc = model_info_print(s.opt.model_path, stdout, err);
+        if (rc != 0) fprintf(stderr, "model-generate: %s\n", err);
+        return rc == 0 ? 0 : 1;
     }
     if (rc != 0) {
         fprintf(stderr, "model-generate: %s\n", err);

@@ -35,7 +35,8 @@ typedef struct {
 } Session;
 
 /* Parses the command line, loads everything, tokenizes the prompt.
- * Returns 0 to go on, 1 when --help was printed, -1 with err on failure. */
+ * Returns 0 to go on, 1 when --help was asked for, 2 for --info (nothing
+ * loaded), -1 with err on failure. */
 int session_open(Session *s, int argc, char **argv, const char *const *kv_modes, char *err);
 /* The same with the chapter's own options (cli.h). */
 int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
@@ -52,8 +53,9 @@ bool session_has_room(Session *s);
 /* Flushes the text and prints the table and metrics (or the JSON object). */
 void session_finish(Session *s);
 
-/* The whole of a chapter's model-generate: open the session (or print --help),
- * run the chapter's generation loop, print the results. Returns the exit code. */
+/* The whole of a chapter's model-generate: open the session (or print --help,
+ * or the model summary for --info), run the chapter's generation loop, print
+ * the results. Returns the exit code. */
 int session_main(int argc, char **argv, const char *const *kv_modes, void (*generate)(Session *s));
 int session_main_extra(int argc, char **argv, const char *const *kv_modes, const CliExtra *extra,
                        void (*generate)(Session *s));

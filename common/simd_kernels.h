@@ -14,15 +14,17 @@
  * Two kinds of dot products:
  *  - float weights (F32, F16, BF16): acc += w[k..k+N) * x[k..k+N) for each
  *    step of N = VF_N elements (F16/BF16 widened exactly to float first);
- *  - quantized weights (Q8_0, Q4_0, Q4_K, Q6_K), llama.cpp's way: the
+ *  - quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and the
+ *    K-quants Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS), llama.cpp's way: the
  *    activation row is quantized to 8-bit blocks of 32 with one scale each
  *    (prepare_rows), the weights are decoded to bytes (unsigned, w + an
- *    offset the activation side takes back out), and each block's integer
- *    products are summed exactly into 8 int32 lanes (4 products per lane).
- *    Then, per block, in float: acc += (w_scale * x_scale) * lanes, where
- *    w_scale is the scale of the weights under that lane (Q6_K has one per
- *    16 elements, Q4_K per 32). Q4_K also subtracts its min term:
- *    acc -= w_min * (x_scale * lane sums of x). */
+ *    offset the activation side takes back out; IQ4 codes through a 16-entry
+ *    table), and each block's integer products are summed exactly into 8
+ *    int32 lanes (4 products per lane). Then, per block, in float:
+ *    acc += (w_scale * x_scale) * lanes, where w_scale is the scale of the
+ *    weights under that lane (one per 16 elements for Q2_K, Q3_K, Q6_K, per
+ *    32 for the others). The types with a min (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K)
+ *    also subtract it: acc -= w_min * (x_scale * lane sums of x). */
 
 #if SIMD_512
 #define VF __m512
@@ -190,15 +192,33 @@ static void K(fcols_bf16)(float *y, const float *x, const Tensor *w, int n, int 
 /* ---- quantized activations -------------------------------------------- */
 
 /* The weights of every quantized type are decoded to unsigned bytes u = w + off
- * (Q8_0: off 128, Q4_0: 8, Q6_K: 32, Q4_K: 0, its values being unsigned), the
- * operand order the integer dot product instructions want (unsigned x signed).
+ * (Q8_0, IQ4_NL, IQ4_XS: off 128; Q4_0: 8; Q5_0: 16; Q3_K: 4; Q6_K: 32; the
+ * types with a min term, whose codes are already unsigned: 0), the operand
+ * order the integer dot product instructions want (unsigned x signed).
  * Since sum u x = sum w x + off * sum x, each activation lane starts from
  * -off * (its sum of x), prepared once per row. */
-INLINE int K(offset)(DType t) { return t == DT_Q8_0 ? 128 : t == DT_Q4_0 ? 8 : t == DT_Q6_K ? 32 : 0; }
+INLINE int K(offset)(DType t) {
+    switch (t) {
+    case DT_Q8_0: case DT_IQ4_NL: case DT_IQ4_XS: return 128;
+    case DT_Q4_0: return 8;
+    case DT_Q5_0: return 16;
+    case DT_Q3_K: return 4;
+    case DT_Q6_K: return 32;
+    default: return 0;
+    }
+}
 
-/* AVX2 has no unsigned x signed dot product that cannot overflow for Q8_0's
- * u up to 255, so there Q8_0 keeps signed weights: |w| times x with w's sign. */
-#define SIGNED_Q8_0 (!SIMD_512)
+/* The types whose value is scale * q - min: their lanes also take off the
+ * weights' min times the activations' sums (Q4_1 and Q5_1 store +m, kept
+ * negated so that one subtraction serves every type). */
+INLINE bool K(has_min)(DType t) {
+    return t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q2_K || t == DT_Q4_K || t == DT_Q5_K;
+}
+
+/* AVX2 has no unsigned x signed dot product that cannot overflow for u up to
+ * 255, so there the types with 8-bit weights (Q8_0, and the IQ4 table's -127..113)
+ * keep them signed: |w| times x with w's sign. */
+INLINE bool K(signed_w)(DType t) { return !SIMD_512 && (t == DT_Q8_0 || t == DT_IQ4_NL || t == DT_IQ4_XS); }
 
 /* Row x[in] to 8-bit blocks of 32 (llama.cpp's Q8_0 rule: d = max|x| / 127
  * rounded to F16, q = round(x * 127 / max|x|), ties to even), for weights of type t. Per block: q[] its
@@ -207,7 +227,7 @@ INLINE int K(offset)(DType t) { return t == DT_Q8_0 ? 128 : t == DT_Q4_0 ? 8 : t
  * end of the row up to a whole chunk are zero. */
 static void K(quantize_row)(DType t, const float *x, int64_t in, int8_t *q, int32_t *c, float *s, float *m) {
     int nb = (int)(in / 32), nbp = (nb + QB - 1) / QB * QB;
-    int off = (SIGNED_Q8_0 && t == DT_Q8_0) ? 0 : K(offset)(t);
+    int off = K(signed_w)(t) ? 0 : K(offset)(t);
     for (int b = 0; b < nb; b++, x += 32, q += 32, c += 8, s += 8, m += 8) {
 #if SIMD_512
         __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
@@ -266,10 +286,10 @@ static void K(prepare_rows)(const SimdActs *a, int r0, int r1) {
 /* ---- quantized weights: one chunk of QB blocks ---------------------------- */
 
 typedef struct {
-    VI u;     /* the weights as unsigned bytes w + off (AVX2 Q8_0: |w|) */
-    VI sign;  /* AVX2 Q8_0 only: w, whose signs go onto x */
+    VI u;     /* the weights as unsigned bytes w + off (AVX2 signed types: |w|) */
+    VI sign;  /* AVX2 signed types only (K(signed_w)): w, whose signs go onto x */
     VF scale; /* the weight scale under each float lane */
-    VF min;   /* Q4_K: the min under each lane */
+    VF min;   /* types with a min (K(has_min)): the min under each lane, negated for Q4_1 / Q5_1 */
 } K(WChunk);
 
 #if SIMD_512
@@ -278,25 +298,82 @@ INLINE VI K(join)(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_cas
 INLINE VF K(join_scale)(float lo, float hi) {
     return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
 }
+/* Four values, each spread over 4 lanes: the scales of four sub-blocks of 16. */
+INLINE VF K(spread4)(float a, float b, float c, float d) {
+    return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                 _mm512_castps128_ps512(_mm_setr_ps(a, b, c, d)));
+}
+/* The same 32 bytes in both halves, shifted right by s0 bits in the lower
+ * half and s1 in the upper one (16-bit lanes: mask the bytes afterwards). */
+INLINE VI K(shift_halves)(__m256i v, int s0, int s1) {
+    __m512i cnt = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi16((short)s0), _mm512_set1_epi16((short)s1));
+    return _mm512_srlv_epi16(_mm512_broadcast_i64x4(v), cnt);
+}
 #else
 INLINE VF K(join_scale)(float lo, float hi) { return _mm256_set_m128(_mm_set1_ps(hi), _mm_set1_ps(lo)); }
 #endif
 
-/* Q8_0: the 32 stored bytes plus 128 (AVX2: their magnitudes, signs aside). */
-INLINE __m256i K(q8_0_block)(const uint8_t *b, __m256i *sign) {
-    __m256i w = _mm256_loadu_si256((const __m256i *)(b + 2));
-    *sign = w;
-    return SIGNED_Q8_0 ? _mm256_sign_epi8(w, w) : _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80));
+/* Signed weights w (Q8_0, IQ4_NL, IQ4_XS) into a chunk: AVX-512 reads w + 128,
+ * AVX2 keeps |w| and the signs (see K(signed_w)). */
+INLINE void K(set_signed)(K(WChunk) *o, VI w) {
+#if SIMD_512
+    o->u = _mm512_xor_si512(w, _mm512_set1_epi8((char)0x80));
+#else
+    o->sign = w;
+    o->u = _mm256_sign_epi8(w, w);
+#endif
 }
 
-/* Q4_0: low nibbles are elements 0..15, high nibbles 16..31 (values w + 8). */
-INLINE __m256i K(q4_0_block)(const uint8_t *b) {
-    __m128i v = _mm_loadu_si128((const __m128i *)(b + 2)), m4 = _mm_set1_epi8(0x0F);
+/* The 32 codes of a block whose 16 nibble bytes start at p, in element
+ * order: the low nibbles (elements 0..15), then the high ones (16..31). */
+INLINE __m256i K(nibbles)(const uint8_t *p) {
+    __m128i v = _mm_loadu_si128((const __m128i *)p), m4 = _mm_set1_epi8(0x0F);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m4), _mm_and_si128(v, m4));
 }
 
+/* 16 in byte j where bit j of the little-endian u32 at p is set: the fifth
+ * bits of Q5_0 and Q5_1. */
+INLINE __m256i K(fifth_bits)(const uint8_t *p) {
+    uint32_t qh;
+    memcpy(&qh, p, 4);
 #if SIMD_512
-/* The F16 scales of two blocks, d0 in lanes 0-7 and d1 in lanes 8-15. */
+    return _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10));
+#else
+    /* byte j gets byte j / 8 of qh, then tests its bit j % 8 */
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)qh),
+                                    _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2,
+                                                     2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    __m256i bit = _mm256_set1_epi64x(0x8040201008040201);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
+#endif
+}
+
+/* IQ4 codes (0..15 in each byte) to their signed values IQ4_VALUES[code]. */
+INLINE __m256i K(iq4_lookup)(__m256i codes) {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)IQ4_VALUES)), codes);
+}
+
+/* The 32-element types: bytes per block, where the codes start, where the
+ * fifth bits are (Q5_0, Q5_1). Constants once t is. */
+INLINE size_t K(q32_bytes)(DType t) {
+    return t == DT_Q8_0 ? 34 : t == DT_Q4_1 ? 20 : t == DT_Q5_0 ? 22 : t == DT_Q5_1 ? 24 : 18;
+}
+INLINE int K(q32_codes)(DType t) { return t == DT_Q4_1 ? 4 : t == DT_Q5_0 ? 6 : t == DT_Q5_1 ? 8 : 2; }
+INLINE int K(q32_fifth)(DType t) { return t == DT_Q5_1 ? 4 : 2; }
+
+/* One 32-element block as bytes: Q8_0 and IQ4_NL signed weights, the other
+ * types their unsigned codes (facts §2.3). */
+INLINE __m256i K(q32_block)(DType t, const uint8_t *b) {
+    if (t == DT_Q8_0) return _mm256_loadu_si256((const __m256i *)(b + 2));
+    __m256i q = K(nibbles)(b + K(q32_codes)(t));
+    if (t == DT_Q5_0 || t == DT_Q5_1) q = _mm256_or_si256(q, K(fifth_bits)(b + K(q32_fifth)(t)));
+    if (t == DT_IQ4_NL) q = K(iq4_lookup)(q);
+    return q;
+}
+
+#if SIMD_512
+/* The F16 values at b0 and b1 (the scales, or the mins, of two blocks), the
+ * first in lanes 0-7 and the second in lanes 8-15. */
 INLINE VF K(two_scales)(const uint8_t *b0, const uint8_t *b1) {
     uint16_t h0, h1;
     memcpy(&h0, b0, 2);
@@ -306,43 +383,60 @@ INLINE VF K(two_scales)(const uint8_t *b0, const uint8_t *b1) {
                                  _mm512_castps128_ps512(d));
 }
 
-/* Two Q4_0 blocks: both 16-byte halves split into nibbles at once, then put
- * in element order (block 0 low, block 0 high, block 1 low, block 1 high). */
-INLINE VI K(q4_0_pair)(const uint8_t *b0, const uint8_t *b1) {
-    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 2))),
-                                        _mm_loadu_si128((const __m128i *)(b1 + 2)), 1);
+/* The codes of two blocks whose nibble bytes start at p0 and p1: both
+ * 16-byte halves split into nibbles at once, then put in element order
+ * (block 0 low, block 0 high, block 1 low, block 1 high). */
+INLINE VI K(nibbles_pair)(const uint8_t *p0, const uint8_t *p1) {
+    __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0)),
+                                        _mm_loadu_si128((const __m128i *)p1), 1);
     __m256i m4 = _mm256_set1_epi8(0x0F);
     __m512i lo = _mm512_castsi256_si512(_mm256_and_si256(v, m4));
     __m512i hi = _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
     return _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi);
 }
+
+/* Two consecutive 32-element blocks at b and b + bytes, as K(q32_block). */
+INLINE VI K(q32_pair)(DType t, const uint8_t *b, size_t bytes) {
+    if (t == DT_Q8_0)
+        return K(join)(_mm256_loadu_si256((const __m256i *)(b + 2)), _mm256_loadu_si256((const __m256i *)(b + bytes + 2)));
+    VI q = K(nibbles_pair)(b + K(q32_codes)(t), b + bytes + K(q32_codes)(t));
+    if (t == DT_Q5_0 || t == DT_Q5_1) {
+        uint32_t h0, h1;
+        memcpy(&h0, b + K(q32_fifth)(t), 4);
+        memcpy(&h1, b + bytes + K(q32_fifth)(t), 4);
+        q = _mm512_or_si512(q, _mm512_maskz_mov_epi8((__mmask64)((uint64_t)h0 | (uint64_t)h1 << 32), _mm512_set1_epi8(0x10)));
+    }
+    if (t == DT_IQ4_NL)
+        q = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)IQ4_VALUES)), q);
+    return q;
+}
 #endif
 
-/* Blocks 2c, 2c + 1 (AVX2: block c) of a Q8_0 or Q4_0 row of nb blocks; a
+/* Blocks 2c, 2c + 1 (AVX2: block c) of a row of nb 32-element blocks; a
  * missing last block is zero. */
 INLINE void K(decode_q32)(DType t, const uint8_t *row, int c, int nb, K(WChunk) *o) {
-    const size_t bytes = t == DT_Q8_0 ? 34 : 18;
+    const size_t bytes = K(q32_bytes)(t);
     const uint8_t *b = row + (size_t)c * QB * bytes;
-    __m256i sign = _mm256_setzero_si256();
+    const bool has_min = t == DT_Q4_1 || t == DT_Q5_1;
+    VI q;
 #if SIMD_512
     if (2 * c + 1 < nb) {
-        if (t == DT_Q8_0) /* both blocks' bytes, then + 128 on all 64 at once */
-            o->u = _mm512_xor_si512(K(join)(_mm256_loadu_si256((const __m256i *)(b + 2)),
-                                            _mm256_loadu_si256((const __m256i *)(b + bytes + 2))),
-                                    _mm512_set1_epi8((char)0x80));
-        else
-            o->u = K(q4_0_pair)(b, b + bytes);
+        q = K(q32_pair)(t, b, bytes);
         o->scale = K(two_scales)(b, b + bytes);
+        if (has_min) o->min = _mm512_sub_ps(_mm512_setzero_ps(), K(two_scales)(b + 2, b + bytes + 2));
     } else { /* the last block of an odd count: the upper half stays zero */
-        o->u = K(join)(t == DT_Q8_0 ? K(q8_0_block)(b, &sign) : K(q4_0_block)(b), _mm256_setzero_si256());
+        q = K(join)(K(q32_block)(t, b), _mm256_setzero_si256());
         o->scale = K(join_scale)(K(f16)(b), 0.0f);
+        if (has_min) o->min = K(join_scale)(-K(f16)(b + 2), 0.0f);
     }
 #else
     (void)nb;
-    o->u = t == DT_Q8_0 ? K(q8_0_block)(b, &sign) : K(q4_0_block)(b);
-    o->sign = sign;
+    q = K(q32_block)(t, b);
     o->scale = VF_SET1(K(f16)(b));
+    if (has_min) o->min = VF_SET1(-K(f16)(b + 2));
 #endif
+    if (t == DT_Q8_0 || t == DT_IQ4_NL) K(set_signed)(o, q);
+    else o->u = q;
 }
 
 /* Q6_K (facts §2.4): block b = 4h + r (r = 0..3) of a super-block takes the low
@@ -359,18 +453,10 @@ INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {
     __m512i lo = _mm512_loadu_si512((const void *)(sb + 64 * h));
     if (r >= 2) lo = _mm512_srli_epi16(lo, 4);
     lo = _mm512_and_si512(lo, _mm512_set1_epi8(0x0F));
-    __m512i hi = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h)));
-    /* bits 2r, 2r + 1 for the lower block, 2r + 2, 2r + 3 for the upper one */
-    __m512i shift = r < 2 ? _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002, 0x0002000200020002, 0x0002000200020002)
-                          : _mm512_setr_epi64(0x0004000400040004, 0x0004000400040004, 0x0004000400040004, 0x0004000400040004,
-                                              0x0006000600060006, 0x0006000600060006, 0x0006000600060006, 0x0006000600060006);
-    hi = _mm512_and_si512(_mm512_srlv_epi16(hi, shift), _mm512_set1_epi8(3));
+    __m512i hi = _mm512_and_si512(K(shift_halves)(_mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h)), 2 * r, 2 * r + 2),
+                                  _mm512_set1_epi8(3));
     o->u = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
-    /* the chunk's 4 scales sc[2b..2b+3], each spread over 4 lanes */
-    int32_t four;
-    memcpy(&four, sc + 2 * b, 4);
-    __m128i spread = _mm_shuffle_epi8(_mm_cvtsi32_si128(four), _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
-    o->scale = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(spread)));
+    o->scale = K(spread4)(d * (float)sc[2 * b], d * (float)sc[2 * b + 1], d * (float)sc[2 * b + 2], d * (float)sc[2 * b + 3]);
 #else
     __m256i lo = _mm256_loadu_si256((const __m256i *)(sb + 64 * h + 32 * (r & 1)));
     __m256i hi = _mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h));
@@ -381,21 +467,61 @@ INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {
 #endif
 }
 
-/* A Q4_K chunk: block j has scale d * sc_j and min dmin * mn_j; blocks 2k and
- * 2k + 1 are the low and high nibbles of the same 32 bytes. */
-INLINE void K(decode_q4_k)(const uint8_t *row, int c, K(WChunk) *o) {
+/* Q2_K: block b = 4h + j of a super-block is bits 2j, 2j + 1 of qs[32h ..][32];
+ * its sub-blocks of 16 are 2b and 2b + 1, each with a 4-bit scale (times d)
+ * and a 4-bit min (times dmin) in one byte. */
+INLINE void K(decode_q2_k)(const uint8_t *row, int c, K(WChunk) *o) {
     const int per_sb = 8 / QB;
-    const uint8_t *sb = row + (size_t)(c / per_sb) * 144;
-    int b = (c % per_sb) * QB;
+    const uint8_t *sb = row + (size_t)(c / per_sb) * 84;
+    int b = (c % per_sb) * QB, h = b / 4, j = b % 4;
+    float d = K(f16)(sb + 80), dmin = K(f16)(sb + 82);
+    const uint8_t *s = sb + 2 * b;
+    __m256i q = _mm256_loadu_si256((const __m256i *)(sb + 16 + 32 * h));
+#if SIMD_512
+    o->u = _mm512_and_si512(K(shift_halves)(q, 2 * j, 2 * j + 2), _mm512_set1_epi8(3));
+    o->scale = K(spread4)(d * (float)(s[0] & 15), d * (float)(s[1] & 15), d * (float)(s[2] & 15), d * (float)(s[3] & 15));
+    o->min = K(spread4)(dmin * (float)(s[0] >> 4), dmin * (float)(s[1] >> 4), dmin * (float)(s[2] >> 4),
+                        dmin * (float)(s[3] >> 4));
+#else
+    o->u = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * j)), _mm256_set1_epi8(3));
+    o->scale = K(join_scale)(d * (float)(s[0] & 15), d * (float)(s[1] & 15));
+    o->min = K(join_scale)(dmin * (float)(s[0] >> 4), dmin * (float)(s[1] >> 4));
+#endif
+}
+
+/* Q3_K: block b = 4h + j takes bits 2j, 2j + 1 of qs[32h ..][32] and bit b of
+ * hmask[0..31] as its third bit (u = q + 4 in 0..7); sub-blocks 2b, 2b + 1
+ * have signed 6-bit scales. */
+INLINE void K(decode_q3_k)(const uint8_t *row, int c, K(WChunk) *o) {
+    const int per_sb = 8 / QB;
+    const uint8_t *sb = row + (size_t)(c / per_sb) * 110;
+    int b = (c % per_sb) * QB, h = b / 4, j = b % 4;
+    float d = K(f16)(sb + 108);
+    const uint8_t *scales = sb + 96;
+    __m256i q = _mm256_loadu_si256((const __m256i *)(sb + 32 + 32 * h)), hm = _mm256_loadu_si256((const __m256i *)sb);
+#if SIMD_512
+    __m512i low = _mm512_and_si512(K(shift_halves)(q, 2 * j, 2 * j + 2), _mm512_set1_epi8(3));
+    __m512i third = _mm512_and_si512(K(shift_halves)(hm, b, b + 1), _mm512_set1_epi8(1));
+    o->u = _mm512_or_si512(low, _mm512_slli_epi16(third, 2));
+    o->scale = K(spread4)(d * (float)dtype_scale_q3_k(2 * b, scales), d * (float)dtype_scale_q3_k(2 * b + 1, scales),
+                          d * (float)dtype_scale_q3_k(2 * b + 2, scales), d * (float)dtype_scale_q3_k(2 * b + 3, scales));
+#else
+    __m256i low = _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * j)), _mm256_set1_epi8(3));
+    __m256i third = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(b)), _mm256_set1_epi8(1));
+    o->u = _mm256_or_si256(low, _mm256_slli_epi16(third, 2));
+    o->scale = K(join_scale)(d * (float)dtype_scale_q3_k(2 * b, scales), d * (float)dtype_scale_q3_k(2 * b + 1, scales));
+#endif
+}
+
+/* The scales and mins of the chunk's blocks in a Q4_K or Q5_K super-block sb:
+ * block j has scale d * sc_j and min dmin * mn_j. */
+INLINE void K(k4_scales)(const uint8_t *sb, int b, K(WChunk) *o) {
     float d = K(f16)(sb), dmin = K(f16)(sb + 2);
-    __m256i v = _mm256_loadu_si256((const __m256i *)(sb + 16 + 32 * (b / 2))), m4 = _mm256_set1_epi8(0x0F);
-    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
     int sc0, mn0;
-    simd_scale_min_k4(b, sb + 4, &sc0, &mn0);
+    dtype_scale_min_k4(b, sb + 4, &sc0, &mn0);
 #if SIMD_512
     int sc1, mn1;
-    simd_scale_min_k4(b + 1, sb + 4, &sc1, &mn1);
-    o->u = K(join)(lo, hi);
+    dtype_scale_min_k4(b + 1, sb + 4, &sc1, &mn1);
     /* [d sc0, d sc1, dmin mn0, dmin mn1], then each spread over its block's 8 lanes */
     __m128i four = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(sc0 | sc1 << 8 | mn0 << 16 | mn1 << 24)); /* all 6-bit */
     __m128 f = _mm_mul_ps(_mm_cvtepi32_ps(four), _mm_setr_ps(d, d, dmin, dmin));
@@ -404,16 +530,76 @@ INLINE void K(decode_q4_k)(const uint8_t *row, int c, K(WChunk) *o) {
     o->min = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
                                    _mm512_castps128_ps512(f));
 #else
-    o->u = (b & 1) ? hi : lo;
     o->scale = VF_SET1(d * (float)sc0);
     o->min = VF_SET1(dmin * (float)mn0);
 #endif
 }
 
+/* The 4-bit codes of block b (AVX-512: blocks b, b + 1) of a Q4_K / Q5_K
+ * super-block whose codes start at qs: blocks 2k and 2k + 1 are the low and
+ * high nibbles of the same 32 bytes qs[32k ..]. */
+INLINE VI K(k4_codes)(const uint8_t *qs, int b) {
+    __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * (b / 2))), m4 = _mm256_set1_epi8(0x0F);
+    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#if SIMD_512
+    return K(join)(lo, hi);
+#else
+    return (b & 1) ? hi : lo;
+#endif
+}
+
+INLINE void K(decode_q4_k)(const uint8_t *row, int c, K(WChunk) *o) {
+    const int per_sb = 8 / QB;
+    const uint8_t *sb = row + (size_t)(c / per_sb) * 144;
+    int b = (c % per_sb) * QB;
+    o->u = K(k4_codes)(sb + 16, b);
+    K(k4_scales)(sb, b, o);
+}
+
+/* A Q5_K chunk: Q4_K's nibbles (from qs at byte 48) plus 16 times bit b of
+ * qh[0..31] for block b. */
+INLINE void K(decode_q5_k)(const uint8_t *row, int c, K(WChunk) *o) {
+    const int per_sb = 8 / QB;
+    const uint8_t *sb = row + (size_t)(c / per_sb) * 176;
+    int b = (c % per_sb) * QB;
+    __m256i qh = _mm256_loadu_si256((const __m256i *)(sb + 16));
+#if SIMD_512
+    __m512i fifth = _mm512_and_si512(K(shift_halves)(qh, b, b + 1), _mm512_set1_epi8(1));
+    o->u = _mm512_or_si512(K(k4_codes)(sb + 48, b), _mm512_slli_epi16(fifth, 4));
+#else
+    __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(b)), _mm256_set1_epi8(1));
+    o->u = _mm256_or_si256(K(k4_codes)(sb + 48, b), _mm256_slli_epi16(fifth, 4));
+#endif
+    K(k4_scales)(sb, b, o);
+}
+
+/* IQ4_XS: block b is the 16 nibble bytes at 8 + 16b, looked up in the IQ4
+ * table, with the signed 6-bit scale of sub-block b. */
+INLINE void K(decode_iq4_xs)(const uint8_t *row, int c, K(WChunk) *o) {
+    const int per_sb = 8 / QB;
+    const uint8_t *sb = row + (size_t)(c / per_sb) * 136;
+    int b = (c % per_sb) * QB;
+    float d = K(f16)(sb);
+#if SIMD_512
+    VI q = K(nibbles_pair)(sb + 8 + 16 * b, sb + 8 + 16 * (b + 1));
+    K(set_signed)(o, _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)IQ4_VALUES)), q));
+    o->scale = K(join_scale)(d * (float)dtype_scale_iq4_xs(b, sb), d * (float)dtype_scale_iq4_xs(b + 1, sb));
+#else
+    K(set_signed)(o, K(iq4_lookup)(K(nibbles)(sb + 8 + 16 * b)));
+    o->scale = VF_SET1(d * (float)dtype_scale_iq4_xs(b, sb));
+#endif
+}
+
 INLINE void K(decode)(DType t, const uint8_t *row, int c, int nb, K(WChunk) *o) {
-    if (t == DT_Q8_0 || t == DT_Q4_0) K(decode_q32)(t, row, c, nb, o);
-    else if (t == DT_Q6_K) K(decode_q6_k)(row, c, o);
-    else K(decode_q4_k)(row, c, o);
+    switch (t) {
+    case DT_Q2_K: K(decode_q2_k)(row, c, o); break;
+    case DT_Q3_K: K(decode_q3_k)(row, c, o); break;
+    case DT_Q4_K: K(decode_q4_k)(row, c, o); break;
+    case DT_Q5_K: K(decode_q5_k)(row, c, o); break;
+    case DT_Q6_K: K(decode_q6_k)(row, c, o); break;
+    case DT_IQ4_XS: K(decode_iq4_xs)(row, c, o); break;
+    default: K(decode_q32)(t, row, c, nb, o); break; /* Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL */
+    }
 }
 
 /* One chunk of one output element: exact integer lanes, then the float update. */
@@ -422,11 +608,11 @@ INLINE VF K(qstep)(DType t, const K(WChunk) *w, VI xq, VI xc, VF xs, const float
     VI lanes = _mm512_dpbusd_epi32(xc, w->u, xq);
 #else
     VI ones = _mm256_set1_epi16(1), lanes;
-    if (t == DT_Q8_0) lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(w->u, _mm256_sign_epi8(xq, w->sign)), ones);
+    if (K(signed_w)(t)) lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(w->u, _mm256_sign_epi8(xq, w->sign)), ones);
     else lanes = _mm256_add_epi32(xc, _mm256_madd_epi16(_mm256_maddubs_epi16(w->u, xq), ones));
 #endif
     acc = VF_FMA(VF_MUL(w->scale, xs), VF_FROM_INT(lanes), acc);
-    if (t == DT_Q4_K) acc = VF_FNMA(w->min, VF_LOAD(xm), acc);
+    if (K(has_min)(t)) acc = VF_FNMA(w->min, VF_LOAD(xm), acc);
     return acc;
 }
 
@@ -505,10 +691,22 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
     free(pre);
 }
 
-static void K(qcols_q8_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q8_0, y, a, w, c0, c1); }
-static void K(qcols_q4_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q4_0, y, a, w, c0, c1); }
-static void K(qcols_q4_k)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q4_K, y, a, w, c0, c1); }
-static void K(qcols_q6_k)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(DT_Q6_K, y, a, w, c0, c1); }
+/* One instance of the kernels per weight type, each with its decoding inlined. */
+#define QCOLS(name, type) \
+    static void K(qcols_##name)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(type, y, a, w, c0, c1); }
+QCOLS(q8_0, DT_Q8_0)
+QCOLS(q4_0, DT_Q4_0)
+QCOLS(q4_1, DT_Q4_1)
+QCOLS(q5_0, DT_Q5_0)
+QCOLS(q5_1, DT_Q5_1)
+QCOLS(iq4_nl, DT_IQ4_NL)
+QCOLS(q2_k, DT_Q2_K)
+QCOLS(q3_k, DT_Q3_K)
+QCOLS(q4_k, DT_Q4_K)
+QCOLS(q5_k, DT_Q5_K)
+QCOLS(q6_k, DT_Q6_K)
+QCOLS(iq4_xs, DT_IQ4_XS)
+#undef QCOLS
 
 static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     switch (w->type) {
@@ -517,8 +715,16 @@ static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0,
     case DT_BF16: K(fcols_bf16)(y, a->x, w, a->n, c0, c1); break;
     case DT_Q8_0: K(qcols_q8_0)(y, a, w, c0, c1); break;
     case DT_Q4_0: K(qcols_q4_0)(y, a, w, c0, c1); break;
+    case DT_Q4_1: K(qcols_q4_1)(y, a, w, c0, c1); break;
+    case DT_Q5_0: K(qcols_q5_0)(y, a, w, c0, c1); break;
+    case DT_Q5_1: K(qcols_q5_1)(y, a, w, c0, c1); break;
+    case DT_IQ4_NL: K(qcols_iq4_nl)(y, a, w, c0, c1); break;
+    case DT_Q2_K: K(qcols_q2_k)(y, a, w, c0, c1); break;
+    case DT_Q3_K: K(qcols_q3_k)(y, a, w, c0, c1); break;
     case DT_Q4_K: K(qcols_q4_k)(y, a, w, c0, c1); break;
+    case DT_Q5_K: K(qcols_q5_k)(y, a, w, c0, c1); break;
     case DT_Q6_K: K(qcols_q6_k)(y, a, w, c0, c1); break;
+    case DT_IQ4_XS: K(qcols_iq4_xs)(y, a, w, c0, c1); break;
     default: scalar_matmul_rows(y, a->x, w, a->n, c0, c1); break; /* loaders reject other types */
     }
 }
@@ -642,6 +848,5 @@ static const SimdKernels K(kernels) = {
 #undef QT_C
 #undef QCHUNK
 #undef PREFETCH_BYTES
-#undef SIGNED_Q8_0
 #undef INLINE
 #undef UNROLL

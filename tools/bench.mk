@@ -4,17 +4,23 @@
 # which prints the table and writes build/bench/bench.md and bench.json.
 #> make bench                                  benchmarks: bandwidth, prefill and decode speed of every
 #>                                             chapter, type and backend; knobs (make variables):
-#>   BENCH_TYPES=...                           weight types (default: f32 f16 bf16 q8_0 q4_0)
+#>   BENCH_TYPES=...                           weight types, any mkmodel --type (default: f32 f16 bf16 q8_0
+#>                                             q4_0 q5_k_m q6_k; q4_0 is llama-quantize's mix with Q4_1)
 #>   BENCH_BACKENDS=...                        backends (default: simd parallel; scalar: minutes per type)
 #>   BENCH_THREADS=N                           parallel threads (default: one per core)
 #>   BENCH_TOKENS=N                            new tokens (default: 64; chapters without a KV cache: 4)
 #>   BENCH_RUNS=N                              runs per figure, the best kept (default: 2)
+#>   BENCH_KV_CONTEXTS=...                     contexts of the basic-vs-paged KV table (default: 256 1024 2048;
+#>                                             empty: no table)
+#>   BENCH_KV_TOKENS=N                         decode steps per run at each context (default: 16, median kept)
 
-BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0
+BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k
 BENCH_BACKENDS ?= simd parallel
 BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64
 BENCH_RUNS     ?= 2
+BENCH_KV_CONTEXTS ?= 256 1024 2048
+BENCH_KV_TOKENS   ?= 16
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
 
@@ -22,6 +28,13 @@ $(BUILD)/tools/bench: tools/bench/bench.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
 EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/bench
+
+# kv-bench runs the engine of the last chapter with a paged cache in process.
+KV_BENCH_CHAPTER := $(lastword $(foreach c,$(CHAPTERS),$(if $(wildcard chapters/$(c)/kv_paged.c),$(c))))
+KV_BENCH := $(if $(KV_BENCH_CHAPTER),$(BUILD)/tools/kv-bench)
+$(BUILD)/tools/kv-bench: tools/bench/kv_bench.c $($(KV_BENCH_CHAPTER)_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ichapters/$(KV_BENCH_CHAPTER) -Icommon -o $@ $^ $(LDLIBS)
 
 # Made once and kept (order-only: a rebuilt mkmodel does not remake 2 GB of models).
 $(BENCH_DIR)/models/qwen3-0.6b-%.gguf: | $(MKMODEL)
@@ -31,7 +44,8 @@ $(BENCH_DIR)/models/qwen3-0.6b-%.gguf: | $(MKMODEL)
 # The models are precious: a failed or interrupted bench keeps them.
 .PRECIOUS: $(BENCH_DIR)/models/qwen3-0.6b-%.gguf
 
-bench: $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/bench $(BENCH_MODELS)
+bench: $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/bench $(KV_BENCH) $(BENCH_MODELS)
 	$(BUILD)/tools/bench --build $(BUILD) --models $(BENCH_DIR)/models --out $(BENCH_DIR) \
 	  --chapters "$(CHAPTERS)" --types "$(BENCH_TYPES)" --backends "$(BENCH_BACKENDS)" \
-	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS) --runs $(BENCH_RUNS)
+	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS) --runs $(BENCH_RUNS) \
+	  --kv-contexts "$(BENCH_KV_CONTEXTS)" --kv-tokens $(BENCH_KV_TOKENS)

@@ -1,9 +1,14 @@
 /* mkmodel: writes a Qwen3 GGUF file with seeded, deterministic weights.
  *
- *   mkmodel [--preset tiny|small|medium|qwen3-0.6b] [--layers N] [--hidden N]
+ *   mkmodel [--preset tiny|small|medium|kquant|qwen3-0.6b] [--layers N] [--hidden N]
  *           [--heads N] [--kv-heads N] [--head-dim N] [--ffn N] [--vocab N]
- *           [--ctx N] [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m]
- *           [--untied] [--seed N] -o out.gguf
+ *           [--ctx N] [--type TYPE] [--pure] [--untied] [--seed N] -o out.gguf
+ *
+ *   TYPE: f32 f16 bf16, or one of llama-quantize's file types, each written
+ *   with the per-tensor choices llama-quantize makes (see "tensor list and
+ *   types"): q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k_m q4_k_s q4_k_m q5_k_m q6_k
+ *   iq4_nl iq4_xs; or q4_k (every matrix Q4_K). --pure: every matrix in the
+ *   type itself, as llama-quantize --pure.
  *
  * The file looks like a real Qwen3 GGUF (same keys, types and tensor names) so
  * the engine can be built and tested without downloading anything. Three parts:
@@ -824,18 +829,32 @@ static void gen_row(const Plan *p, uint64_t seed, const Spec *t, int64_t r, floa
 
 /* ==== options ================================================================ */
 
+/* llama.cpp's file types (general.file_type) that have a recipe here. */
+enum {
+    FT_F32 = 0, FT_F16 = 1, FT_Q4_0 = 2, FT_Q4_1 = 3, FT_Q8_0 = 7, FT_Q5_0 = 8, FT_Q5_1 = 9, FT_Q2_K = 10,
+    FT_Q3_K_M = 12, FT_Q4_K_S = 14, FT_Q4_K_M = 15, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25,
+    FT_IQ4_XS = 30, FT_BF16 = 32,
+};
+
 typedef struct {
     const char *name;
     DType base;
-    uint32_t file_type; /* general.file_type (LlamaFileType) */
-    bool k_mix;         /* the Q4_K_M mix (fact sheet 2.6) */
+    uint32_t file_type; /* general.file_type (llama.cpp's LlamaFileType) */
+    bool pure;          /* every matrix in base (else llama-quantize's recipe for file_type) */
 } TypeOpt;
 
 static const TypeOpt TYPE_OPTS[] = {
-    {"f32", DT_F32, 0, false},   {"f16", DT_F16, 1, false},   {"bf16", DT_BF16, 32, false},
-    {"q8_0", DT_Q8_0, 7, false}, {"q4_0", DT_Q4_0, 2, false}, {"q4_k", DT_Q4_K, 14, false},
-    {"q6_k", DT_Q6_K, 18, false}, {"q4_k_m", DT_Q4_K, 15, true},
+    {"f32", DT_F32, FT_F32, true},          {"f16", DT_F16, FT_F16, true},
+    {"bf16", DT_BF16, FT_BF16, true},       {"q8_0", DT_Q8_0, FT_Q8_0, false},
+    {"q4_0", DT_Q4_0, FT_Q4_0, false},      {"q4_1", DT_Q4_1, FT_Q4_1, false},
+    {"q5_0", DT_Q5_0, FT_Q5_0, false},      {"q5_1", DT_Q5_1, FT_Q5_1, false},
+    {"q2_k", DT_Q2_K, FT_Q2_K, false},      {"q3_k_m", DT_Q3_K, FT_Q3_K_M, false},
+    {"q4_k_s", DT_Q4_K, FT_Q4_K_S, false},  {"q4_k_m", DT_Q4_K, FT_Q4_K_M, false},
+    {"q5_k_m", DT_Q5_K, FT_Q5_K_M, false},  {"q6_k", DT_Q6_K, FT_Q6_K, false},
+    {"iq4_nl", DT_IQ4_NL, FT_IQ4_NL, false}, {"iq4_xs", DT_IQ4_XS, FT_IQ4_XS, false},
+    {"q4_k", DT_Q4_K, FT_Q4_K_S, true},
 };
+#define TYPE_NAMES "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k_m q4_k_s q4_k_m q5_k_m q6_k iq4_nl iq4_xs q4_k"
 
 typedef struct {
     const char *name;
@@ -846,6 +865,10 @@ static const Preset PRESETS[] = {
     {"tiny", {2, 64, 4, 2, 16, 192, 1000, 2048}},
     {"small", {4, 128, 8, 2, 32, 352, 2000, 4096}},
     {"medium", {4, 256, 8, 4, 64, 768, 4000, 4096}},
+    /* the smallest shapes where every row is a whole number of K-quant
+     * super-blocks (256), with 8 layers so that the per-layer rules of the
+     * quantization mixes (first eighth, use_more_bits) all show */
+    {"kquant", {8, 256, 4, 2, 64, 512, 1000, 2048}},
     {"qwen3-0.6b", {28, 1024, 16, 8, 128, 3072, 151936, 40960}},
 };
 
@@ -859,18 +882,22 @@ typedef struct {
     Shape shape;
     const TypeOpt *type;
     bool untied;
+    bool pure;          /* --pure */
     uint64_t seed;
     const char *out;
 } Options;
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: mkmodel [--preset tiny|small|medium|qwen3-0.6b] [--layers N] [--hidden N]\n"
+            "usage: mkmodel [--preset tiny|small|medium|kquant|qwen3-0.6b] [--layers N] [--hidden N]\n"
             "               [--heads N] [--kv-heads N] [--head-dim N] [--ffn N] [--vocab N]\n"
-            "               [--ctx N] [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m]\n"
-            "               [--untied] [--seed N] -o out.gguf\n"
+            "               [--ctx N] [--type TYPE] [--pure] [--untied] [--seed N] -o out.gguf\n"
             "Writes a Qwen3 GGUF with deterministic weights; flags override the preset\n"
-            "(default: --preset medium --type f32 --seed %d).\n", DEFAULT_SEED);
+            "(default: --preset medium --type f32 --seed %d).\n"
+            "TYPE: " TYPE_NAMES "\n"
+            "  llama-quantize's file types get its per-tensor mix (as with an importance\n"
+            "  matrix: q4_0 and q5_0 put the first eighth of ffn_down in Q4_1 / Q5_1);\n"
+            "  --pure writes every matrix in the type itself; q4_k is always pure.\n", DEFAULT_SEED);
 }
 
 static int parse_int(const char *flag, const char *s, long lo, long hi, long *out, char *err) {
@@ -918,7 +945,7 @@ static int parse_preset(int argc, char **argv, Options *o, char *err) {
         if (strcmp(argv[i], "--preset") == 0) name = i + 1 < argc ? argv[i + 1] : "";
     const Preset *p = find_preset(name);
     if (!p) {
-        err_set(err, "unknown preset '%s' (tiny, small, medium, qwen3-0.6b)", name);
+        err_set(err, "unknown preset '%s' (tiny, small, medium, kquant, qwen3-0.6b)", name);
         return 1;
     }
     o->preset = p->name;
@@ -930,6 +957,10 @@ static int parse_flag(int argc, char **argv, int *i, Options *o, char *err) {
     const char *a = argv[*i], *val = *i + 1 < argc ? argv[*i + 1] : NULL;
     if (strcmp(a, "--untied") == 0) {
         o->untied = true;
+        return 0;
+    }
+    if (strcmp(a, "--pure") == 0) {
+        o->pure = true;
         return 0;
     }
     if (strcmp(a, "--preset") == 0) {
@@ -947,7 +978,7 @@ static int parse_flag(int argc, char **argv, int *i, Options *o, char *err) {
     }
     if (strcmp(a, "--type") == 0) {
         o->type = find_type(val);
-        if (!o->type) err_set(err, "unknown --type '%s' (f32 f16 bf16 q8_0 q4_0 q4_k q6_k q4_k_m)", val);
+        if (!o->type) err_set(err, "unknown --type '%s' (" TYPE_NAMES ")", val);
         return o->type ? 0 : 1;
     }
     long v;
@@ -980,21 +1011,69 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
 
 /* ==== tensor list and types ================================================== */
 
+/* Where llama-quantize spends more bits: the first and last eighth of the
+ * layers, and every third layer in between. */
 static bool use_more_bits(int layer, int n_layers) {
     return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
+/* The type llama-quantize gives a 2-D tensor in a file of type ft (its public
+ * recipe, llama.cpp src/llama-quant.cpp, restated here for the Qwen3 tensors;
+ * files on the hub are made with an importance matrix, which only changes the
+ * choice for Q4_0 / Q5_0 and the IQ4 types below). */
+static DType recipe_type(const TypeOpt *ty, const Shape *s, const Spec *t, bool tied) {
+    DType out = ty->base;
+    int l = t->layer, n = s->layers, gqa = s->heads / s->kv_heads;
+    bool more = l >= 0 && use_more_bits(l, n);
+    if (t->kind == K_OUTPUT || (t->kind == K_EMBD && tied)) {
+        /* The output matrix (the embedding, when it is tied to it) matters most:
+         * Q6_K, unless the file is Q8_0 or the rows do not fit the base type. */
+        if (t->ne[0] % dtype_block_size(ty->base) != 0) out = DT_Q8_0;
+        else if (ty->base != DT_Q8_0) out = DT_Q6_K;
+    } else if (t->kind == K_V) { /* attn_v: small (kv heads only) and sensitive */
+        switch (ty->file_type) {
+        case FT_Q2_K: out = gqa >= 4 ? DT_Q4_K : DT_Q3_K; break;
+        case FT_Q3_K_M: out = l < 2 ? DT_Q5_K : DT_Q4_K; break;
+        case FT_Q4_K_S: if (l < 4) out = DT_Q5_K; break;
+        case FT_Q4_K_M: case FT_Q5_K_M: if (more) out = DT_Q6_K; break;
+        case FT_IQ4_NL: case FT_IQ4_XS: if (gqa >= 4) out = DT_Q5_K; break;
+        default: break;
+        }
+    } else if (t->kind == K_DOWN) { /* ffn_down: the most sensitive of the FFN */
+        switch (ty->file_type) {
+        case FT_Q2_K: out = DT_Q3_K; break;
+        case FT_Q3_K_M: out = l < n / 16 ? DT_Q5_K : DT_Q4_K; break;
+        case FT_Q4_K_S: if (l < n / 8) out = DT_Q5_K; break;
+        case FT_Q4_K_M: case FT_Q5_K_M: if (more) out = DT_Q6_K; break;
+        /* with an importance matrix, the first eighth of Q4_0 / Q5_0 files get a
+         * min term (without one, IQ4_NL / IQ4_XS files would use Q5_K there) */
+        case FT_Q4_0: if (l < n / 8) out = DT_Q4_1; break;
+        case FT_Q5_0: if (l < n / 8) out = DT_Q5_1; break;
+        default: break;
+        }
+    } else if (t->kind == K_O) { /* attn_output */
+        if (ty->file_type == FT_Q2_K) out = DT_Q3_K;
+        else if (ty->file_type == FT_Q3_K_M) out = DT_Q4_K;
+    }
+    /* Rows the chosen type's blocks do not divide: llama-quantize falls back
+     * to a 32-element type of about the same size, else F16. */
+    if (t->ne[0] % dtype_block_size(out) != 0) {
+        switch (out) {
+        case DT_Q2_K: case DT_Q3_K: case DT_IQ4_XS: out = DT_IQ4_NL; break;
+        case DT_Q4_K: out = DT_Q5_0; break;
+        case DT_Q5_K: out = DT_Q5_1; break;
+        case DT_Q6_K: out = DT_Q8_0; break;
+        default: break;
+        }
+        if (t->ne[0] % dtype_block_size(out) != 0) out = DT_F16;
+    }
+    return out;
+}
+
 static DType spec_type(const Options *o, const Spec *t) {
     if (t->n_dims == 1) return DT_F32; /* norms are F32 in every file type */
-    bool is_output = t->kind == K_OUTPUT || (t->kind == K_EMBD && !o->untied);
-    /* As llama-quantize does for Q4_0 files: the output matrix (the tied
-     * embedding when there is none) gets Q6_K, or Q8_0 when rows are not a
-     * multiple of 256. */
-    if (o->type->base == DT_Q4_0 && is_output) return t->ne[0] % QK_K == 0 ? DT_Q6_K : DT_Q8_0;
-    if (!o->type->k_mix) return o->type->base;
-    if (t->kind == K_OUTPUT || (t->kind == K_EMBD && !o->untied)) return DT_Q6_K;
-    if ((t->kind == K_V || t->kind == K_DOWN) && use_more_bits(t->layer, o->shape.layers)) return DT_Q6_K;
-    return DT_Q4_K;
+    if (o->pure || o->type->pure) return o->type->base;
+    return recipe_type(o->type, &o->shape, t, !o->untied);
 }
 
 static void spec_add(Spec **list, int *n, const char *name, Kind kind, int layer, int64_t ne0,

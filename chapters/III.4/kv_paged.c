@@ -172,27 +172,51 @@ KvCache *kv_paged_create(const Qwen3Config *c, KvPool *pool, char *err) {
     return &pc->base;
 }
 
+int kv_paged_adopt(KvCache *kv, const int *blocks, int n, char *err) {
+    if (strcmp(kv->kind, "paged") != 0 || paged_seq_len(kv) != 0 || as_paged(kv)->table.n != 0) {
+        err_set(err, "only an empty paged KV cache can adopt blocks");
+        return -1;
+    }
+    PagedKvCache *pc = as_paged(kv);
+    KvPool *p = pc->pool;
+    kv_pool_lock(p);
+    int nb = n < 0 ? -1 : blocks_for(p, n);
+    for (int i = 0; i < nb; i++)
+        if (blocks[i] < 0 || blocks[i] >= p->n_blocks || p->ref[blocks[i]] == 0) {
+            err_set(err, "cannot adopt block %d: it is not a block in use of this pool", blocks[i]);
+            nb = -1;
+        }
+    if (nb < 0) {
+        if (n < 0) err_set(err, "cannot adopt %d positions", n);
+        kv_pool_unlock(p);
+        return -1;
+    }
+    for (int i = 0; i < nb; i++) {
+        kv_pool_ref(p, blocks[i]);
+        table_push(&pc->table, blocks[i]);
+    }
+    for (int l = 0; l < kv->n_layers; l++) pc->len[l] = n;
+    pc->table.n_tokens = n;
+    kv_pool_unlock(p);
+    return 0;
+}
+
 KvCache *kv_paged_fork(const KvCache *src, int n, char *err) {
     if (strcmp(src->kind, "paged") != 0) {
         err_set(err, "only a paged KV cache shares its blocks (this one is %s)", src->kind);
         return NULL;
     }
-    const PagedKvCache *from = as_paged(src);
     if (n < 0 || n > paged_seq_len(src)) {
         err_set(err, "cannot share %d positions of a cache that holds %d", n, paged_seq_len(src));
         return NULL;
     }
+    const PagedKvCache *from = as_paged(src);
     Qwen3Config c = {.n_layers = src->n_layers, .kv_dim = src->kv_dim};
     KvCache *kv = kv_paged_create(&c, from->pool, err);
-    PagedKvCache *pc = as_paged(kv);
-    kv_pool_lock(pc->pool);
-    for (int i = 0; i < blocks_for(pc->pool, n); i++) {
-        kv_pool_ref(pc->pool, from->table.blocks[i]);
-        table_push(&pc->table, from->table.blocks[i]);
+    if (kv && kv_paged_adopt(kv, from->table.blocks, n, err) != 0) {
+        kv_cache_free(kv);
+        return NULL;
     }
-    for (int l = 0; l < kv->n_layers; l++) pc->len[l] = n;
-    pc->table.n_tokens = n;
-    kv_pool_unlock(pc->pool);
     return kv;
 }
 

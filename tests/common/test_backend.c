@@ -3,7 +3,8 @@
  *    row of a one-row call, for batch sizes 1..16 and 1..4 threads, for every
  *    weight type; attention is bitwise the same however the keys are cut into
  *    spans and however many threads split the heads;
- *  - accuracy: simd and parallel stay within a per-type tolerance of scalar.
+ *  - accuracy: simd and parallel stay within a per-type tolerance of scalar,
+ *    and every backend within it of the exact float64 product.
  * Every simd build this CPU runs is tested (AVX-512 and AVX2 on a recent x86),
  * and the scalar fallback of the simd/parallel backends too. */
 #include <math.h>
@@ -88,7 +89,9 @@ typedef struct {
 static const TypeCase TYPES[] = {
     {DT_F32, 200, 1e-5},  {DT_F32, 256, 1e-5},  {DT_F16, 200, 1e-5},  {DT_BF16, 136, 1e-5},
     {DT_Q8_0, 352, 5e-3}, {DT_Q8_0, 256, 5e-3}, {DT_Q4_0, 352, 5e-3}, {DT_Q4_K, 512, 5e-3},
-    {DT_Q6_K, 512, 5e-3},
+    {DT_Q6_K, 512, 5e-3}, {DT_Q4_1, 352, 5e-3}, {DT_Q5_0, 352, 5e-3}, {DT_Q5_1, 352, 5e-3},
+    {DT_IQ4_NL, 352, 5e-3}, {DT_Q2_K, 512, 5e-3}, {DT_Q3_K, 512, 5e-3}, {DT_Q5_K, 512, 5e-3},
+    {DT_IQ4_XS, 512, 5e-3},
 };
 #define N_TYPES (int)(sizeof TYPES / sizeof TYPES[0])
 #define OUT 37 /* not a multiple of any tile width */
@@ -201,6 +204,47 @@ TEST(backend_matmul_close_to_scalar) {
         free_weight(&w);
     }
     backend_free(scalar);
+}
+
+/* Every backend against the exact answer: the dequantized weights times x,
+ * summed in float64. The scalar backend is off by float rounding only; simd
+ * and parallel by the 8-bit activations too (BACKEND_VERBOSE=1 prints the
+ * worst error of each). */
+TEST(backend_matmul_close_to_float64) {
+    const SimdKernels *ks[3];
+    int nk = kernel_builds(ks);
+    int n = 3;
+    for (int c = 0; c < N_TYPES; c++) {
+        const TypeCase *tc = &TYPES[c];
+        int in = tc->in;
+        Weight w = make_weight(tc->type, in, OUT, (uint32_t)c + 77);
+        float *x = malloc(sizeof(float) * n * in), *y = malloc(sizeof(float) * n * OUT);
+        fill(x, (size_t)n * in, 400 + (uint32_t)c);
+        for (int k = -1; k < nk; k++) { /* -1: the scalar backend */
+            Backend *be = k < 0 ? backend_scalar_create() : backend_simd_create(ks[k]);
+            double tol = k < 0 ? 1e-5 : tc->tol;
+            matmul(be, y, x, &w.t, n);
+            double worst = 0;
+            for (int i = 0; i < n; i++)
+                for (int o = 0; o < OUT; o++) {
+                    double exact = 0, mag = 0;
+                    for (int j = 0; j < in; j++) {
+                        double p = (double)w.deq[(size_t)o * in + j] * x[(size_t)i * in + j];
+                        exact += p;
+                        mag += fabs(p);
+                    }
+                    worst = fmax(worst, fabs(y[i * OUT + o] - exact) / mag);
+                }
+            if (getenv("BACKEND_VERBOSE"))
+                printf("    %-6s %-15s relative error %.3g\n", dtype_name(tc->type), k < 0 ? "scalar" : build_name(ks[k]), worst);
+            CHECK_MSG(worst <= tol, "%s %s in=%d: relative error %.3g > %.3g", k < 0 ? "scalar" : build_name(ks[k]),
+                      dtype_name(tc->type), in, worst, tol);
+            backend_free(be);
+        }
+        free(x);
+        free(y);
+        free_weight(&w);
+    }
 }
 
 /* ---- attention ------------------------------------------------------------- */

@@ -2,6 +2,7 @@
  * built byte by byte and every expected value comes from the format's formula
  * (GGUF fact sheet section 2) written out again in the test. */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -35,7 +36,16 @@ TEST(dtype_names) {
     CHECK_STR(dtype_name(DT_Q8_0), "Q8_0");
     CHECK_STR(dtype_name(DT_Q4_K), "Q4_K");
     CHECK_STR(dtype_name(DT_Q6_K), "Q6_K");
+    CHECK_STR(dtype_name(DT_Q4_1), "Q4_1");
+    CHECK_STR(dtype_name(DT_Q5_0), "Q5_0");
+    CHECK_STR(dtype_name(DT_Q5_1), "Q5_1");
+    CHECK_STR(dtype_name(DT_Q2_K), "Q2_K");
+    CHECK_STR(dtype_name(DT_Q3_K), "Q3_K");
+    CHECK_STR(dtype_name(DT_Q5_K), "Q5_K");
+    CHECK_STR(dtype_name(DT_IQ4_NL), "IQ4_NL");
+    CHECK_STR(dtype_name(DT_IQ4_XS), "IQ4_XS");
     CHECK_STR(dtype_name(16), "IQ2_XXS");
+    CHECK_STR(dtype_name(39), "MXFP4");
     CHECK(dtype_name(4) == NULL);  /* removed Q4_2 */
     CHECK(dtype_name(5) == NULL);  /* removed Q4_3 */
     CHECK(dtype_name(31) == NULL);
@@ -44,13 +54,23 @@ TEST(dtype_names) {
 }
 
 TEST(dtype_supported_types) {
-    uint32_t yes[] = {DT_F32, DT_F16, DT_BF16, DT_Q4_0, DT_Q8_0, DT_Q4_K, DT_Q6_K};
-    uint32_t no[] = {DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_Q8_1, DT_Q2_K, DT_Q3_K, DT_Q5_K, DT_Q8_K,
-                     16, 24, 39, 4, 5, 31, 99, UINT32_MAX};
+    uint32_t yes[] = {DT_F32,  DT_F16,  DT_BF16, DT_Q4_0, DT_Q8_0, DT_Q4_K,   DT_Q6_K,  DT_Q4_1,
+                      DT_Q5_0, DT_Q5_1, DT_Q2_K, DT_Q3_K, DT_Q5_K, DT_IQ4_NL, DT_IQ4_XS};
+    uint32_t no[] = {DT_Q8_1, DT_Q8_K, 16, 17, 18, 19, 21, 22, 24, 29, 34, 35, 39, 40, 41, 4, 5, 31, 99, UINT32_MAX};
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
         CHECK_MSG(dtype_supported(yes[i]), "type %u should be supported", yes[i]);
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
         CHECK_MSG(!dtype_supported(no[i]), "type %u should not be supported", no[i]);
+    /* the list named in error messages is exactly the supported types */
+    char list[256];
+    snprintf(list, sizeof list, "%s", dtype_supported_names());
+    int listed = 0;
+    for (char *name = strtok(list, ", "); name; name = strtok(NULL, ", "), listed++) {
+        bool found = false;
+        for (uint32_t t = 0; t < 64; t++) found |= dtype_name(t) && strcmp(dtype_name(t), name) == 0 && dtype_supported(t);
+        CHECK_MSG(found, "'%s' is listed but not a supported type", name);
+    }
+    CHECK_EQ_INT(listed, (int)(sizeof yes / sizeof yes[0]));
 }
 
 TEST(dtype_block_sizes) {
@@ -63,6 +83,18 @@ TEST(dtype_block_sizes) {
     CHECK_EQ_INT(dtype_block_bytes(DT_Q4_K), 144);
     CHECK_EQ_INT(dtype_block_bytes(DT_Q6_K), 210);
     CHECK_EQ_INT(dtype_block_bytes(DT_BF16), 2);
+    /* bytes per block: the layouts of dtype.c add up to ggml's sizes */
+    CHECK_EQ_INT(dtype_block_bytes(DT_Q4_1), 2 + 2 + 16);
+    CHECK_EQ_INT(dtype_block_bytes(DT_Q5_0), 2 + 4 + 16);
+    CHECK_EQ_INT(dtype_block_bytes(DT_Q5_1), 2 + 2 + 4 + 16);
+    CHECK_EQ_INT(dtype_block_bytes(DT_IQ4_NL), 2 + 16);
+    CHECK_EQ_INT(dtype_block_bytes(DT_Q2_K), 16 + 64 + 2 + 2);
+    CHECK_EQ_INT(dtype_block_bytes(DT_Q3_K), 32 + 64 + 12 + 2);
+    CHECK_EQ_INT(dtype_block_bytes(DT_Q5_K), 2 + 2 + 12 + 32 + 128);
+    CHECK_EQ_INT(dtype_block_bytes(DT_IQ4_XS), 2 + 2 + 4 + 128);
+    CHECK_EQ_INT(dtype_block_size(DT_IQ4_NL), 32);
+    CHECK_EQ_INT(dtype_block_size(DT_IQ4_XS), 256);
+    CHECK_EQ_INT(dtype_block_size(DT_Q2_K), 256);
     CHECK_EQ_INT(sizeof(BlockQ4_0), 18);
     CHECK_EQ_INT(sizeof(BlockQ8_0), 34);
     CHECK_EQ_INT(sizeof(BlockQ4_K), 144);
@@ -332,4 +364,203 @@ TEST(dtype_dequant_q6_k) {
      * y = 0.5 * 5 * -32 = -80 */
     CHECK(y[0] == 10.5f);
     CHECK(y[64] == -80.0f);
+}
+
+/* ---- the types added for llama.cpp's mixes -------------------------------- */
+
+TEST(dtype_dequant_q4_1) {
+    /* d = 0.5, m = -1.5 (f16 0xBE00); byte j: element j = j, element j + 16 = 15 - j */
+    uint8_t b[20];
+    put_u16(b, 0x3800);
+    put_u16(b + 2, 0xBE00);
+    for (int j = 0; j < 16; j++) b[4 + j] = (uint8_t)(j | ((15 - j) << 4));
+    float y[32];
+    dequant_row(DT_Q4_1, b, y, 32);
+    for (int j = 0; j < 16; j++) { /* y = q * d + m */
+        CHECK_NEAR(y[j], j * 0.5f - 1.5f, 0);
+        CHECK_NEAR(y[j + 16], (15 - j) * 0.5f - 1.5f, 0);
+    }
+    CHECK(y[0] == -1.5f);  /* code 0 is the minimum itself */
+    CHECK(y[16] == 6.0f);  /* 15 * 0.5 - 1.5 */
+}
+
+/* The bits of a little-endian u32 at p, the way Q5_0 / Q5_1 keep their fifth bits. */
+static uint32_t u32_at(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+
+TEST(dtype_dequant_q5_0) {
+    uint8_t b[44];
+    put_u16(b, 0x3400); /* d = 0.25 */
+    b[2] = 0xC3, b[3] = 0xA5, b[4] = 0xF0, b[5] = 0xF0; /* qh = 0xF0F0A5C3 */
+    for (int j = 0; j < 16; j++) b[6 + j] = (uint8_t)(j * 7 + 3);
+    memcpy(b + 22, b, 22);
+    put_u16(b + 22, 0xC000); /* second block: d = -2 */
+    float y[64];
+    dequant_row(DT_Q5_0, b, y, 64);
+    for (int blk = 0; blk < 2; blk++) {
+        const uint8_t *p = b + 22 * blk;
+        float d = blk ? -2.0f : 0.25f;
+        uint32_t qh = u32_at(p + 2);
+        for (int j = 0; j < 16; j++) { /* q = nibble | bit << 4, y = (q - 16) * d */
+            int q0 = (p[6 + j] & 0xF) | (int)((qh >> j) & 1) << 4;
+            int q1 = (p[6 + j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+            CHECK_NEAR(y[32 * blk + j], (q0 - 16) * d, 0);
+            CHECK_NEAR(y[32 * blk + j + 16], (q1 - 16) * d, 0);
+        }
+    }
+    /* by hand: qs[0] = 3 and bit 0 of 0xC3 is set: q = 19, y = 3 * 0.25; element
+     * 16: high nibble of 3 is 0, bit 16 (bit 0 of 0xF0) clear: q = 0, y = -4 */
+    CHECK(y[0] == 0.75f);
+    CHECK(y[16] == -4.0f);
+}
+
+TEST(dtype_dequant_q5_1) {
+    uint8_t b[24];
+    put_u16(b, 0x3800);     /* d = 0.5 */
+    put_u16(b + 2, 0x3C00); /* m = 1 */
+    b[4] = 0x78, b[5] = 0x56, b[6] = 0x34, b[7] = 0x12; /* qh = 0x12345678 */
+    for (int j = 0; j < 16; j++) b[8 + j] = (uint8_t)(j * 11 + 2);
+    float y[32];
+    dequant_row(DT_Q5_1, b, y, 32);
+    for (int j = 0; j < 16; j++) {
+        int q0 = (b[8 + j] & 0xF) | (int)((0x12345678u >> j) & 1) << 4;
+        int q1 = (b[8 + j] >> 4) | (int)((0x12345678u >> (j + 16)) & 1) << 4;
+        CHECK_NEAR(y[j], q0 * 0.5f + 1.0f, 0);
+        CHECK_NEAR(y[j + 16], q1 * 0.5f + 1.0f, 0);
+    }
+    /* by hand: qs[0] = 2, bit 0 of 0x78 clear: q = 2, y = 2; element 19:
+     * qs[3] = 35 = 0x23, low nibble 3, bit 3 of 0x78 set: q = 19, y = 10.5 */
+    CHECK(y[0] == 2.0f);
+    CHECK(y[3] == 10.5f);
+}
+
+static const float IQ4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+TEST(dtype_dequant_iq4_nl) {
+    uint8_t b[18];
+    put_u16(b, 0x4000); /* d = 2 */
+    for (int j = 0; j < 16; j++) b[2 + j] = (uint8_t)(j | ((15 - j) << 4));
+    float y[32];
+    dequant_row(DT_IQ4_NL, b, y, 32);
+    for (int j = 0; j < 16; j++) { /* the nibble is an index into the table */
+        CHECK_NEAR(y[j], 2 * IQ4[j], 0);
+        CHECK_NEAR(y[j + 16], 2 * IQ4[15 - j], 0);
+    }
+    CHECK(y[0] == -254.0f);
+    CHECK(y[15] == 226.0f);
+    CHECK(y[16] == 226.0f);
+    for (int i = 0; i < 16; i++) CHECK_EQ_INT(IQ4_VALUES[i], (int)IQ4[i]);
+}
+
+/* Q2_K, as the fact sheet words it: for half h and pass j (shift 2j), 16
+ * outputs from q[0..15] with scales[8h + 2j], then 16 from q[16..31] with
+ * scales[8h + 2j + 1]; y = d * (s & 15) * q - dmin * (s >> 4). */
+TEST(dtype_dequant_q2_k) {
+    uint8_t b[2 * 84];
+    for (int j = 0; j < 16; j++) b[j] = (uint8_t)((j & 15) | (((j * 5 + 1) & 15) << 4));
+    for (int i = 0; i < 64; i++) b[16 + i] = (uint8_t)(i * 37 + 11);
+    put_u16(b + 80, 0x3800); /* d = 0.5 */
+    put_u16(b + 82, 0x3400); /* dmin = 0.25 */
+    memcpy(b + 84, b, 84);
+    put_u16(b + 84 + 80, 0x4000); /* second block: d = 2, dmin = 0 */
+    put_u16(b + 84 + 82, 0x0000);
+    float y[512];
+    dequant_row(DT_Q2_K, b, y, 512);
+    for (int blk = 0; blk < 2; blk++) {
+        const uint8_t *p = b + 84 * blk;
+        float d = blk ? 2.0f : 0.5f, dmin = blk ? 0.0f : 0.25f;
+        const float *o = y + 256 * blk;
+        for (int h = 0; h < 2; h++)
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 32; l++) {
+                    int s = p[8 * h + 2 * j + l / 16], q = (p[16 + 32 * h + l] >> (2 * j)) & 3;
+                    CHECK_NEAR(*o++, d * (s & 15) * q - dmin * (s >> 4), 0);
+                }
+    }
+    /* by hand: qs[0] = 11 = 0b1011; y[0]: bits 0-1 = 3, scales[0] = 0x10
+     * (scale 0, min 1): -0.25; y[32]: bits 2-3 = 2, scales[2] = 0xB2 (scale 2,
+     * min 11): 0.5*2*2 - 0.25*11 = -0.75 */
+    CHECK(y[0] == -0.25f);
+    CHECK(y[32] == -0.75f);
+}
+
+/* Q3_K scales: 16 signed 6-bit values, packed by hand (v = scale + 32):
+ * v = 0 31 32 63 37 25 44 12 | 33 34 35 36 27 26 62 1
+ * bytes 0-7: low nibble of v[i] | low nibble of v[i + 8] << 4
+ * bytes 8-11: byte 8 + m holds the top 2 bits of v[m], v[m+4], v[m+8], v[m+12]
+ * at bits 0, 2, 4, 6 */
+static const int Q3K_SC[16] = {-32, -1, 0, 31, 5, -7, 12, -20, 1, 2, 3, 4, -5, -6, 30, -31};
+static const uint8_t Q3K_PACKED[12] = {0x10, 0x2F, 0x30, 0x4F, 0xB5, 0xA9, 0xEC, 0x1C, 0x68, 0x65, 0xEA, 0x23};
+
+TEST(dtype_dequant_q3_k) {
+    for (int i = 0; i < 16; i++) CHECK_EQ_INT(dtype_scale_q3_k(i, Q3K_PACKED), Q3K_SC[i]);
+    uint8_t b[110];
+    for (int i = 0; i < 32; i++) b[i] = (uint8_t)(i * 53 + 7);      /* hmask */
+    for (int i = 0; i < 64; i++) b[32 + i] = (uint8_t)(i * 29 + 1); /* qs */
+    memcpy(b + 96, Q3K_PACKED, 12);
+    put_u16(b + 108, 0x3800); /* d = 0.5 */
+    float y[256];
+    dequant_row(DT_Q3_K, b, y, 256);
+    /* for half h, pass j: 16 outputs with scale[8h + 2j] from qs[32h + l] and
+     * hmask[l] (l < 16), 16 with scale[8h + 2j + 1] (l = 16..31); the code is
+     * the 2 bits at 2j minus 4 unless bit 4h + j of hmask[l] is set */
+    const float *o = y;
+    for (int h = 0; h < 2; h++)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 32; l++) {
+                int low = (b[32 + 32 * h + l] >> (2 * j)) & 3;
+                int q = low - ((b[l] >> (4 * h + j)) & 1 ? 0 : 4);
+                CHECK_NEAR(*o++, 0.5f * Q3K_SC[8 * h + 2 * j + l / 16] * q, 0);
+            }
+    /* by hand: qs[0] = 1, hmask[0] = 7 (bit 0 set): q = 1, scale -32: -16;
+     * y[32]: (1 >> 2) & 3 = 0, bit 1 of 7 set: q = 0 -> 0 */
+    CHECK(y[0] == -16.0f);
+    CHECK(y[32] == 0.0f);
+}
+
+TEST(dtype_dequant_q5_k) {
+    uint8_t b[176];
+    put_u16(b, 0x3C00);     /* d = 1 */
+    put_u16(b + 2, 0x3800); /* dmin = 0.5 */
+    memcpy(b + 4, Q4K_PACKED, 12);
+    for (int i = 0; i < 32; i++) b[16 + i] = (uint8_t)(i * 11 + 5);  /* qh */
+    for (int i = 0; i < 128; i++) b[48 + i] = (uint8_t)(i * 7 + 3); /* qs */
+    float y[256];
+    dequant_row(DT_Q5_K, b, y, 256);
+    /* chunk c: outputs 64c + l from the low nibbles of qs[32c + l] plus 16 *
+     * bit 2c of qh[l], then 64c + 32 + l from the high nibbles and bit 2c + 1 */
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            int qs = b[48 + 32 * c + l], qh = b[16 + l];
+            int q1 = (qs & 0xF) + 16 * ((qh >> (2 * c)) & 1), q2 = (qs >> 4) + 16 * ((qh >> (2 * c + 1)) & 1);
+            CHECK_NEAR(y[64 * c + l], 1.0f * Q4K_SC[2 * c] * q1 - 0.5f * Q4K_MN[2 * c], 0);
+            CHECK_NEAR(y[64 * c + 32 + l], 1.0f * Q4K_SC[2 * c + 1] * q2 - 0.5f * Q4K_MN[2 * c + 1], 0);
+        }
+    /* by hand: qs[0] = 3, qh[0] = 5 (bit 0 set): q = 19, scale 1, min 0: 19 */
+    CHECK(y[0] == 19.0f);
+}
+
+/* IQ4_XS scales, packed by hand (v = scale + 32 = 0 63 32 33 17 48 5 60):
+ * scales_l: nibble of sub-block 2k low, 2k + 1 high: F0 10 01 C5;
+ * scales_h: 2 bits per sub-block from bit 0: 0 3 2 2 1 3 0 3 = 0xCDAC */
+static const int IQ4XS_SC[8] = {-32, 31, 0, 1, -15, 16, -27, 28};
+
+TEST(dtype_dequant_iq4_xs) {
+    uint8_t b[136];
+    put_u16(b, 0x3800); /* d = 0.5 */
+    put_u16(b + 2, 0xCDAC);
+    b[4] = 0xF0, b[5] = 0x10, b[6] = 0x01, b[7] = 0xC5;
+    for (int i = 0; i < 128; i++) b[8 + i] = (uint8_t)(i * 13 + 7);
+    for (int s = 0; s < 8; s++) CHECK_EQ_INT(dtype_scale_iq4_xs(s, b), IQ4XS_SC[s]);
+    float y[256];
+    dequant_row(DT_IQ4_XS, b, y, 256);
+    for (int s = 0; s < 8; s++)
+        for (int j = 0; j < 16; j++) {
+            int q = b[8 + 16 * s + j];
+            CHECK_NEAR(y[32 * s + j], 0.5f * IQ4XS_SC[s] * IQ4[q & 15], 0);
+            CHECK_NEAR(y[32 * s + j + 16], 0.5f * IQ4XS_SC[s] * IQ4[q >> 4], 0);
+        }
+    /* by hand: qs[0] = 7: element 0 is IQ4[7] = -10, element 16 IQ4[0] = -127,
+     * scale 0.5 * -32 = -16 */
+    CHECK(y[0] == 160.0f);
+    CHECK(y[16] == 2032.0f);
 }

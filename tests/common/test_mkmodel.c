@@ -334,6 +334,7 @@ TEST(mkmodel_rejects_bad_flags) {
     const char *bad[] = {
         "--preset huge",
         "--preset tiny --type q4_k",          /* rows of 64 are not 256-blocks */
+        "--preset tiny --type q4_k_m --pure", /* --pure: no fallback types either */
         "--preset tiny --type q9_9",
         "--preset tiny --heads 6 --kv-heads 4",
         "--preset tiny --head-dim 15",
@@ -389,4 +390,139 @@ TEST(mkmodel_flags_and_k_quants) {
     }
     gguf_close(&g);
     remove(out);
+}
+
+/* ---- llama-quantize's mixes ------------------------------------------------------------------ */
+
+/* A type for the layers whose bit is set in `layers` (the first matching rule wins). */
+typedef struct {
+    uint32_t type;
+    unsigned layers;
+} Rule;
+
+/* The types llama-quantize gives an 8-layer Qwen3 with 4 query and 2 kv heads
+ * (no attn_v bump: that needs 4 query heads per kv head), tied embeddings
+ * (so token_embd takes the output's type) and an importance matrix. */
+typedef struct {
+    const char *file;
+    uint32_t base, embd;
+    Rule v[2], o, down;
+} Mix;
+
+#define MORE 0xC9u /* use_more_bits(l, 8): layers 0, 3, 6, 7 */
+static const Mix MIXES[] = {
+    {"kquant-f32.gguf", DT_F32, DT_F32, {{0}}, {0}, {0}},
+    {"kquant-q4_0.gguf", DT_Q4_0, DT_Q6_K, {{0}}, {0}, {DT_Q4_1, 0x01}}, /* first eighth of ffn_down */
+    {"kquant-q5_0.gguf", DT_Q5_0, DT_Q6_K, {{0}}, {0}, {DT_Q5_1, 0x01}},
+    {"kquant-q2_k.gguf", DT_Q2_K, DT_Q6_K, {{DT_Q3_K, 0xFF}}, {DT_Q3_K, 0xFF}, {DT_Q3_K, 0xFF}},
+    {"kquant-q3_k_m.gguf", DT_Q3_K, DT_Q6_K, {{DT_Q5_K, 0x03}, {DT_Q4_K, 0xFF}}, {DT_Q4_K, 0xFF}, {DT_Q4_K, 0xFF}},
+    {"kquant-q4_k_s.gguf", DT_Q4_K, DT_Q6_K, {{DT_Q5_K, 0x0F}}, {0}, {DT_Q5_K, 0x01}},
+    {"kquant-q4_k_m.gguf", DT_Q4_K, DT_Q6_K, {{DT_Q6_K, MORE}}, {0}, {DT_Q6_K, MORE}},
+    {"kquant-q5_k_m.gguf", DT_Q5_K, DT_Q6_K, {{DT_Q6_K, MORE}}, {0}, {DT_Q6_K, MORE}},
+    {"kquant-q6_k.gguf", DT_Q6_K, DT_Q6_K, {{0}}, {0}, {0}},
+    {"kquant-iq4_nl.gguf", DT_IQ4_NL, DT_Q6_K, {{0}}, {0}, {0}},
+    {"kquant-iq4_xs.gguf", DT_IQ4_XS, DT_Q6_K, {{0}}, {0}, {0}},
+};
+
+static uint32_t rule_type(const Rule *r, int n, int layer, uint32_t base) {
+    for (int i = 0; i < n; i++)
+        if (r[i].layers & (1u << layer)) return r[i].type;
+    return base;
+}
+
+TEST(mkmodel_llama_quantize_mixes) {
+    for (size_t m = 0; m < sizeof MIXES / sizeof MIXES[0]; m++) {
+        const Mix *x = &MIXES[m];
+        GgufFile g;
+        if (!open_model(&g, x->file)) return;
+        CHECK_EQ_INT(gguf_find_tensor(&g, "token_embd.weight")->type, x->embd);
+        static const char *const other[] = {"attn_q", "attn_k", "ffn_gate", "ffn_up"};
+        for (int l = 0; l < 8; l++) {
+            char name[64];
+            struct { const char *suffix; uint32_t want; } cases[] = {
+                {"attn_v", rule_type(x->v, 2, l, x->base)},
+                {"attn_output", rule_type(&x->o, 1, l, x->base)},
+                {"ffn_down", rule_type(&x->down, 1, l, x->base)},
+                {"attn_norm", DT_F32},
+            };
+            for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+                snprintf(name, sizeof name, "blk.%d.%s.weight", l, cases[k].suffix);
+                const GgufTensor *t = gguf_find_tensor(&g, name);
+                CHECK_MSG(t && t->type == cases[k].want, "%s: %s is %s, llama-quantize writes %s", x->file, name,
+                          t ? dtype_name(t->type) : "missing", dtype_name(cases[k].want));
+            }
+            for (int k = 0; k < 4; k++) {
+                snprintf(name, sizeof name, "blk.%d.%s.weight", l, other[k]);
+                const GgufTensor *t = gguf_find_tensor(&g, name);
+                CHECK_MSG(t && t->type == x->base, "%s: %s is %s", x->file, name, t ? dtype_name(t->type) : "missing");
+            }
+        }
+        gguf_close(&g);
+    }
+}
+
+/* Counts of each type in a model made with args (a temporary file). */
+static bool type_counts(const char *args, int counts[64]) {
+    char full[1024], err[ERR_MAX] = "";
+    const char *out = test_tmp_path("mix.gguf");
+    snprintf(full, sizeof full, "%s -o '%s'", args, out);
+    if (run_mkmodel(full) != 0) {
+        CHECK_MSG(false, "mkmodel %s failed", args);
+        return false;
+    }
+    GgufFile g;
+    if (gguf_open(&g, out, err) != 0) {
+        CHECK_MSG(false, "%s", err);
+        return false;
+    }
+    memset(counts, 0, 64 * sizeof *counts);
+    for (uint64_t i = 0; i < g.n_tensors; i++) counts[g.tensors[i].type < 64 ? g.tensors[i].type : 63]++;
+    gguf_close(&g);
+    remove(out);
+    return true;
+}
+
+/* With Qwen3-0.6B's 28 layers the mixes give the counts of the real files:
+ * unsloth's Qwen3-0.6B-Q4_0.gguf loads as "f32: 113, q4_0: 193, q4_1: 3,
+ * q6_K: 1"; a Q4_K_M file with output.weight has 113 F32, 29 Q6_K, 169 Q4_K
+ * (fact sheet 2.6). Small rows keep it fast: the counts depend on the layers. */
+TEST(mkmodel_mixes_match_real_file_counts) {
+    char tool[1024];
+    if (!mkmodel_path(tool, sizeof tool)) SKIP("build/tools/mkmodel not built");
+    int c[64];
+    if (type_counts("--preset kquant --layers 28 --type q4_0", c)) {
+        CHECK_EQ_INT(c[DT_F32], 113);
+        CHECK_EQ_INT(c[DT_Q4_0], 193);
+        CHECK_EQ_INT(c[DT_Q4_1], 3);
+        CHECK_EQ_INT(c[DT_Q6_K], 1);
+    }
+    if (type_counts("--preset kquant --layers 28 --untied --type q4_k_m", c)) {
+        CHECK_EQ_INT(c[DT_F32], 113);
+        CHECK_EQ_INT(c[DT_Q6_K], 29);
+        CHECK_EQ_INT(c[DT_Q4_K], 169);
+    }
+}
+
+/* Rows that K-quant blocks do not divide (tiny: rows of 64 and 192) get
+ * llama-quantize's fallbacks: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
+ * Q2_K / Q3_K / IQ4_XS -> IQ4_NL; --pure writes the type itself. */
+TEST(mkmodel_fallback_types) {
+    char tool[1024];
+    if (!mkmodel_path(tool, sizeof tool)) SKIP("build/tools/mkmodel not built");
+    int c[64];
+    struct { const char *type; uint32_t base, second; } cases[] = {
+        {"q4_k_m", DT_Q5_0, DT_Q8_0}, /* Q4_K and its Q6_K layers */
+        {"q5_k_m", DT_Q5_1, DT_Q8_0},
+        {"q2_k", DT_IQ4_NL, DT_Q8_0}, /* Q2_K and Q3_K both */
+        {"iq4_xs", DT_IQ4_NL, DT_Q8_0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "--preset tiny --type %s", cases[i].type);
+        if (!type_counts(args, c)) continue;
+        CHECK_MSG(c[cases[i].base] > 0 && c[cases[i].second] > 0 && c[cases[i].base] + c[cases[i].second] + c[DT_F32] == 24,
+                  "%s: %d %s, %d %s", cases[i].type, c[cases[i].base], dtype_name(cases[i].base), c[cases[i].second],
+                  dtype_name(cases[i].second));
+    }
+    if (type_counts("--preset kquant --layers 2 --type q4_k_m --pure", c)) CHECK_EQ_INT(c[DT_Q4_K], 15);
 }

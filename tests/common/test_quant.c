@@ -78,9 +78,23 @@ TEST(quant_q4_0_round_trip) { check_type(DT_Q4_0, 1.0 / 8 + 1e-3, 0.12); }
  * observed about 0.065 / 0.075 for Q4_K and 0.022 / 0.018 for Q6_K. */
 TEST(quant_q4_k_round_trip) { check_type(DT_Q4_K, 0.1, 0.1); }
 TEST(quant_q6_k_round_trip) { check_type(DT_Q6_K, 0.035, 0.025); }
+/* The _1 types: half a step of the block's range / 15 (31), range <= 2 amax. */
+TEST(quant_q4_1_round_trip) { check_type(DT_Q4_1, 1.0 / 15 + 2e-3, 0.08); }
+TEST(quant_q5_1_round_trip) { check_type(DT_Q5_1, 1.0 / 31 + 2e-3, 0.04); }
+/* Q5_0: like Q4_0 with twice the levels. */
+TEST(quant_q5_0_round_trip) { check_type(DT_Q5_0, 1.0 / 16 + 1e-3, 0.06); }
+/* IQ4_NL: the extreme value maps to -127; the other side saturates at 113. */
+TEST(quant_iq4_nl_round_trip) { check_type(DT_IQ4_NL, 14.0 / 127 + 2e-3, 0.1); }
+/* The other K-quants, observed max / rms: Q2_K 0.33 / 0.35, Q3_K 0.23 / 0.16,
+ * Q5_K 0.031 / 0.038, IQ4_XS 0.105 / 0.086. */
+TEST(quant_q2_k_round_trip) { check_type(DT_Q2_K, 0.4, 0.4); }
+TEST(quant_q3_k_round_trip) { check_type(DT_Q3_K, 0.27, 0.2); }
+TEST(quant_q5_k_round_trip) { check_type(DT_Q5_K, 0.04, 0.045); }
+TEST(quant_iq4_xs_round_trip) { check_type(DT_IQ4_XS, 0.125, 0.1); }
 
 TEST(quant_zero_row_stays_zero) {
-    DType types[] = {DT_F16, DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_K, DT_Q6_K};
+    DType types[] = {DT_F16,  DT_BF16, DT_Q8_0, DT_Q4_0, DT_Q4_1, DT_Q5_0, DT_Q5_1, DT_IQ4_NL,
+                     DT_Q2_K, DT_Q3_K, DT_Q4_K, DT_Q5_K, DT_Q6_K, DT_IQ4_XS};
     float x[N] = {0}, y[N];
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         uint8_t q[4 * N];
@@ -101,29 +115,29 @@ TEST(quant_q8_0_exact_on_grid) {
     for (int i = 0; i < 64; i++) CHECK_NEAR(y[i], x[i], 0);
 }
 
-/* The block layouts: element order survives (a ramp stays a ramp). */
+/* The block layouts: element order survives (a ramp stays a ramp: a value
+ * in the wrong place would be off by up to 1). */
 TEST(quant_preserves_element_order) {
-    DType types[] = {DT_Q8_0, DT_Q4_0, DT_Q4_K, DT_Q6_K};
+    struct { DType t; double tol; } cases[] = {
+        {DT_Q8_0, 0.05}, {DT_Q4_0, 0.05}, {DT_Q4_1, 0.05}, {DT_Q5_0, 0.05}, {DT_Q5_1, 0.05},
+        {DT_IQ4_NL, 0.1}, {DT_Q2_K, 0.2}, {DT_Q3_K, 0.1},  {DT_Q4_K, 0.05}, {DT_Q5_K, 0.05},
+        {DT_Q6_K, 0.05},  {DT_IQ4_XS, 0.1},
+    };
     float x[512], y[512];
     for (int i = 0; i < 512; i++) x[i] = (float)(i % 256) / 256.0f - 0.4f;
-    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         uint8_t q[4 * 512];
-        quant_row(types[k], x, q, 512);
-        dequant_row(types[k], q, y, 512);
+        quant_row(cases[k].t, x, q, 512);
+        dequant_row(cases[k].t, q, y, 512);
         double worst = 0;
         for (int i = 0; i < 512; i++) worst = fmax(worst, fabs(y[i] - x[i]));
-        CHECK_MSG(worst < 0.05, "%s: ramp error %g", dtype_name(types[k]), worst);
+        CHECK_MSG(worst < cases[k].tol, "%s: ramp error %g", dtype_name(cases[k].t), worst);
     }
 }
 
+/* quant_row writes exactly the types the engine runs. */
 TEST(quant_supported_types) {
-    CHECK(quant_supported(DT_F32));
-    CHECK(quant_supported(DT_F16));
-    CHECK(quant_supported(DT_BF16));
-    CHECK(quant_supported(DT_Q8_0));
-    CHECK(quant_supported(DT_Q4_0));
-    CHECK(quant_supported(DT_Q4_K));
-    CHECK(quant_supported(DT_Q6_K));
-    CHECK(!quant_supported(DT_Q4_1));
-    CHECK(!quant_supported(DT_Q5_K));
+    for (uint32_t t = 0; t < 64; t++)
+        CHECK_MSG(quant_supported((DType)t) == dtype_supported(t), "type %u (%s)", t,
+                  dtype_name(t) ? dtype_name(t) : "unknown");
 }

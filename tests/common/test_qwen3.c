@@ -1,6 +1,7 @@
 /* The Qwen3 loader: configuration from metadata, every tensor checked by name
  * and shape, clear errors for files that are not what they claim. The broken
  * files are a mkmodel model with one key, name or value patched in memory. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,5 +114,142 @@ TEST(qwen3_wrong_shape_and_bad_values) {
                   cases[i].want);
     }
     free(copy);
+    free(data);
+}
+
+/* ---- strictness: keys that would change the result ------------------------ */
+
+/* Appends a key/value record to b: key, value type, then the value bytes. */
+static void rec_key(Buf *b, const char *key, uint32_t type) {
+    uint64_t n = strlen(key);
+    buf_append(b, &n, 8);
+    buf_append(b, key, n);
+    buf_append(b, &type, 4);
+}
+static void rec_str(Buf *b, const char *key, const char *v) {
+    rec_key(b, key, 8); /* GGUF_STRING */
+    uint64_t n = strlen(v);
+    buf_append(b, &n, 8);
+    buf_append(b, v, n);
+}
+static void rec_f32(Buf *b, const char *key, float v) {
+    rec_key(b, key, 6); /* GGUF_FLOAT32 */
+    buf_append(b, &v, 4);
+}
+static void rec_u32(Buf *b, const char *key, uint32_t v) {
+    rec_key(b, key, 4); /* GGUF_UINT32 */
+    buf_append(b, &v, 4);
+}
+
+/* The model with the records of recs inserted before its first key, plus a
+ * filler string key that makes the insertion a multiple of 32 bytes: the data
+ * section then moves by whole alignment units and every offset stays valid. */
+static char *with_keys(const char *model, const Buf *recs, int n_recs, size_t *len) {
+    size_t old_len;
+    char *old = load_bytes(model, &old_len);
+    if (!old) return NULL;
+    Buf ins = {0};
+    buf_append(&ins, recs->data, recs->len);
+    size_t filler = (32 - (ins.len + 8 + 11 + 4 + 8) % 32) % 32;
+    char pad[40];
+    memset(pad, 'x', filler);
+    pad[filler] = '\0';
+    rec_str(&ins, "general.pad", pad);
+    char *data = malloc(old_len + ins.len);
+    memcpy(data, old, 24);
+    memcpy(data + 24, ins.data, ins.len);
+    memcpy(data + 24 + ins.len, old + 24, old_len - 24);
+    uint64_t n_kv;
+    memcpy(&n_kv, data + 16, 8);
+    n_kv += (uint64_t)n_recs + 1;
+    memcpy(data + 16, &n_kv, 8);
+    *len = old_len + ins.len;
+    buf_free(&ins);
+    free(old);
+    return data;
+}
+
+/* Loads tiny-f32 with the extra records; want NULL: it must load. */
+static void expect_keys(const Buf *recs, int n_recs, const char *want) {
+    size_t len;
+    char *data = with_keys("tiny-f32", recs, n_recs, &len);
+    if (!data) return;
+    Qwen3Model m;
+    char err[ERR_MAX] = "";
+    int rc = load_from(data, len, &m, err);
+    if (!want) {
+        CHECK_MSG(rc == 0, "rejected: %s", err);
+        if (rc == 0) qwen3_free(&m);
+    } else {
+        CHECK_MSG(rc != 0, "accepted, expected an error about '%s'", want);
+        CHECK_MSG(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
+    }
+    free(data);
+}
+
+TEST(qwen3_rope_base_is_required) {
+    /* without the key llama.cpp would use 10000: this engine refuses to guess */
+    expect_load_error("tiny-f32", "qwen3.rope.freq_base", "qwen3.xope.freq_base", "qwen3.rope.freq_base");
+}
+
+TEST(qwen3_rope_scaling_is_refused_by_name) {
+    Buf b = {0};
+    rec_str(&b, "qwen3.rope.scaling.type", "yarn");
+    rec_f32(&b, "qwen3.rope.scaling.factor", 4.0f);
+    rec_u32(&b, "qwen3.rope.scaling.original_context_length", 32768);
+    expect_keys(&b, 3, "'qwen3.rope.scaling.type' = 'yarn'");
+    buf_free(&b);
+    rec_f32(&b, "qwen3.rope.scaling.factor", 2.0f); /* linear scaling by 2 (the type's default) */
+    expect_keys(&b, 1, "'qwen3.rope.scaling.factor' = 2");
+    buf_free(&b);
+    rec_f32(&b, "qwen3.rope.scale_linear", 0.5f);
+    expect_keys(&b, 1, "qwen3.rope.scale_linear");
+    buf_free(&b);
+    rec_f32(&b, "qwen3.rope.scaling.attn_factor", 0.9f);
+    expect_keys(&b, 1, "qwen3.rope.scaling.attn_factor");
+    buf_free(&b);
+    rec_u32(&b, "qwen3.rope.dimension_count", 8); /* half of the 16-wide heads */
+    expect_keys(&b, 1, "rotates the whole head");
+    buf_free(&b);
+    rec_f32(&b, "qwen3.rope.scaling.yarn_beta_fast", 32.0f); /* a variant this engine does not know */
+    expect_keys(&b, 1, "'qwen3.rope.scaling.yarn_beta_fast'");
+    buf_free(&b);
+}
+
+TEST(qwen3_neutral_rope_keys_load) {
+    Buf b = {0};
+    rec_str(&b, "qwen3.rope.scaling.type", "none");
+    rec_f32(&b, "qwen3.rope.scaling.factor", 1.0f);
+    rec_u32(&b, "qwen3.rope.dimension_count", 16);
+    rec_u32(&b, "qwen3.rope.scaling.original_context_length", 2048);
+    expect_keys(&b, 4, NULL);
+    buf_free(&b);
+}
+
+/* A tensor of a type the engine does not run: the error names the tensor, its
+ * type and the types that are supported. */
+TEST(qwen3_unsupported_tensor_type) {
+    size_t len;
+    char *data = load_bytes("kquant-q6_k", &len);
+    if (!data) return;
+    char *name = memmem(data, len, "blk.1.attn_q.weight", 19);
+    CHECK(name != NULL);
+    if (!name) {
+        free(data);
+        return;
+    }
+    uint32_t dims;
+    memcpy(&dims, name + 19, 4);
+    char *type = name + 19 + 4 + 8 * dims;
+    uint32_t others[] = {16, 19, 29, 35, 39}; /* IQ2_XXS, IQ1_S, IQ1_M, TQ2_0, MXFP4 */
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        memcpy(type, &others[i], 4);
+        Qwen3Model m;
+        char err[ERR_MAX] = "", want[96];
+        CHECK(load_from(data, len, &m, err) != 0);
+        snprintf(want, sizeof want, "tensor 'blk.1.attn_q.weight': type %s is not supported", dtype_name(others[i]));
+        CHECK_MSG(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
+        CHECK_MSG(strstr(err, dtype_supported_names()) != NULL, "error '%s' does not list the supported types", err);
+    }
     free(data);
 }

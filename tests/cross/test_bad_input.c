@@ -4,17 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtype.h"
 #include "harness.h"
 #include "run.h"
 #include "util.h"
 
-static char *model_bytes(size_t *len) {
+static char *model_named(const char *name, size_t *len) {
     char path[512], err[ERR_MAX];
-    snprintf(path, sizeof path, "%s/tiny-f32.gguf", test_models_dir());
+    snprintf(path, sizeof path, "%s/%s.gguf", test_models_dir(), name);
     char *data = file_read_all(path, len, err);
     if (!data) test_fail(__FILE__, __LINE__, "%s", err);
     return data;
 }
+
+static char *model_bytes(size_t *len) { return model_named("tiny-f32", len); }
 
 static const char *write_file(const char *name, const char *data, size_t len) {
     const char *path = test_tmp_path(name);
@@ -69,15 +72,27 @@ TEST(bad_input_missing_and_truncated_files) {
     free(data);
 }
 
+/* A tensor of a type the engine does not run (IQ2, IQ1, TQ, MXFP4...): the
+ * error names the tensor, its type and the supported types; --info still
+ * describes the file and says why it does not run. */
 TEST(bad_input_unsupported_tensor_type) {
     size_t len;
-    char *data = model_bytes(&len);
+    char *data = model_named("kquant-q6_k", &len); /* rows of 256: every block size divides them */
     if (!data) return;
     size_t off = tensor_type_offset(data, len, "blk.0.attn_q.weight");
     CHECK(off > 0);
     uint32_t iq2 = 16;
     memcpy(data + off, &iq2, 4);
-    expect_file_error("iq2.gguf", data, len, "IQ2_XXS is not supported");
+    char want[256];
+    snprintf(want, sizeof want, "tensor 'blk.0.attn_q.weight': type IQ2_XXS is not supported (supported types: %s)",
+             dtype_supported_names());
+    expect_file_error("iq2.gguf", data, len, want);
+    uint32_t mxfp4 = 39;
+    memcpy(data + off, &mxfp4, 4);
+    expect_file_error("mxfp4.gguf", data, len, "type MXFP4 is not supported");
+    char args[600];
+    snprintf(args, sizeof args, "--info '%s'", test_tmp_path("mxfp4.gguf"));
+    expect_error(args, "runs here         no: ");
     uint32_t unknown = 77;
     memcpy(data + off, &unknown, 4);
     expect_file_error("type77.gguf", data, len, "unknown tensor type 77");

@@ -93,6 +93,21 @@ TEST(identity_chapters_small_untied_stops_at_eos) {
     check_identity(test_model("small-untied"), p, 16, "--backend scalar");
 }
 
+/* Every llama-quantize mix mkmodel writes (Q4_0 with its Q4_1 tensors, Q5_0
+ * with Q5_1, the K-quant mixes, IQ4_NL, IQ4_XS), on the default backend (the
+ * simd kernels on threads): bitwise the same logits in every chapter and
+ * cache mode. */
+TEST(identity_chapters_every_quantization_mix) {
+    char p[512]; /* a copy: test_tmp_path's buffer is reused by every run */
+    snprintf(p, sizeof p, "%s", write_prompt("p-chat.txt", "<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"));
+    static const char *const mixes[] = {"q4_0", "q5_0", "q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m", "q6_k", "iq4_nl", "iq4_xs"};
+    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0] && !test_failed_now(); i++) {
+        char name[64];
+        snprintf(name, sizeof name, "kquant-%s", mixes[i]);
+        check_identity(test_model(name), p, 8, "--ignore-eos --threads 2");
+    }
+}
+
 TEST(identity_chapters_shared_reference_models) {
     const char *shared = test_shared_dir();
     if (!shared) SKIP("../shared absent: identity on the reference models not checked");
@@ -123,7 +138,8 @@ TEST(identity_paged_block_sizes_and_threads) {
         snprintf(modes[nm].flags, sizeof modes[nm].flags, "%s", flags[i]);
         nm++;
     }
-    const char *p = write_prompt("p-blocks.txt", "<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n");
+    const char *p =
+        write_prompt("p-blocks.txt", "<|im_start|>user\nTell me a story<|im_end|>\n<|im_start|>assistant\n");
     compare_modes(modes, nm, test_model("small-q8_0"), p, 24, "--ignore-eos --backend scalar");
     RunMode threads[3] = {{"", "--kv none --threads 1"}, {"", "--kv paged --kv-block-size 3 --threads 2"},
                           {"", "--kv paged --threads 1"}};

@@ -1,4 +1,7 @@
 /* client.c: see client.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* POLLRDHUP, accept4, pipe2, memmem */
+#endif
 #include "client.h"
 
 #include <arpa/inet.h>
@@ -53,8 +56,13 @@ bool server_proc_start(ServerProc *s, const char *chapter, const char *const *ar
         test_fail(__FILE__, __LINE__, "%s is missing: run make first", exe);
         return false;
     }
-    const char *argv[64] = {exe};
-    int argc = 1;
+    /* SERVER_WRAPPER (e.g. "valgrind -q --error-exitcode=1") runs the server under a tool. */
+    static char wrapper[512];
+    const char *argv[80];
+    int argc = 0;
+    snprintf(wrapper, sizeof wrapper, "%s", getenv("SERVER_WRAPPER") ? getenv("SERVER_WRAPPER") : "");
+    for (char *t = strtok(wrapper, " "); t && argc < 16; t = strtok(NULL, " ")) argv[argc++] = t;
+    argv[argc++] = exe;
     for (int i = 0; args[i] && argc < 60; i++) argv[argc++] = args[i];
     argv[argc++] = "--bind";
     argv[argc++] = "127.0.0.1:0";
@@ -64,11 +72,11 @@ bool server_proc_start(ServerProc *s, const char *chapter, const char *const *ar
         int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 1);
         dup2(fd, 2);
-        execv(exe, (char *const *)argv);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     s->pid = pid;
-    for (int waited = 0; waited < 20000; waited += 20) {
+    for (int waited = 0; waited < 60000; waited += 20) {
         char *log = server_proc_log(s);
         const char *at = strstr(log, "listening on http://127.0.0.1:");
         if (at) s->port = atoi(at + strlen("listening on http://127.0.0.1:"));
@@ -83,7 +91,7 @@ bool server_proc_start(ServerProc *s, const char *chapter, const char *const *ar
         free(log);
         usleep(20000);
     }
-    test_fail(__FILE__, __LINE__, "chat-server did not print where it listens within 20 s");
+    test_fail(__FILE__, __LINE__, "chat-server did not print where it listens within 60 s");
     server_proc_stop(s, SIGKILL);
     return false;
 }
@@ -92,7 +100,7 @@ int server_proc_stop(ServerProc *s, int sig) {
     if (s->pid <= 0) return -1;
     kill(s->pid, sig);
     int st = 0;
-    for (int waited = 0; waited < 15000; waited += 10) {
+    for (int waited = 0; waited < 60000; waited += 10) {
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
             s->pid = 0;
             return WIFEXITED(st) ? WEXITSTATUS(st) : -1;

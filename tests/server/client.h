@@ -19,9 +19,10 @@ typedef struct {
 } ServerProc;
 
 /* Starts build/<chapter>/chat-server with args (NULL-terminated) and
- * --bind 127.0.0.1:0, and waits for its "listening on" line. */
+ * --bind 127.0.0.1:0 (under $SERVER_WRAPPER if set, e.g. valgrind), and
+ * waits for its "listening on" line. */
 bool server_proc_start(ServerProc *s, const char *chapter, const char *const *args);
-/* Sends sig and waits (15 s at most, then SIGKILL): the exit status, or -1
+/* Sends sig and waits (60 s at most, then SIGKILL): the exit status, or -1
  * if it had to be killed or died of a signal. */
 int server_proc_stop(ServerProc *s, int sig);
 /* Everything it printed so far (malloc'ed). */

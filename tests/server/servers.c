@@ -68,3 +68,25 @@ ServerProc *slow_server(const char *chapter) {
                           "--kv-blocks", "8", "--ctx", "512", NULL};
     return get(slow, chapter, args);
 }
+
+const char *openai_client_script(const char **why) {
+    static char script[512];
+    char module[512], cmd[1200];
+    snprintf(module, sizeof module, "%s/node/node_modules/openai/package.json", test_build_dir());
+    *why = NULL;
+    if (system("node --version > /dev/null 2>&1") != 0) {
+        *why = "node is not installed: the openai client test needs it (CI installs it)";
+        return NULL;
+    }
+    if (access(module, R_OK) != 0) {
+        *why = "the openai npm package is missing: make test installs it with npm into build/node";
+        return NULL;
+    }
+    snprintf(script, sizeof script, "%s/node/openai_client.mjs", test_build_dir());
+    snprintf(cmd, sizeof cmd, "cp tests/server/openai_client.mjs '%s'", script); /* beside its node_modules */
+    if (system(cmd) != 0) {
+        *why = "cannot copy tests/server/openai_client.mjs (run from the top of the repository)";
+        return NULL;
+    }
+    return script;
+}

@@ -20,6 +20,10 @@ ServerProc *slow_server(const char *chapter);
 const char *default_model_path(void);
 const char *slow_model_path(void);
 
+/* The openai client script (tests/server/openai_client.mjs) copied beside
+ * the installed npm package, or NULL with why it cannot run. */
+const char *openai_client_script(const char **why);
+
 /* Does the chapter's engine run one request at a time (III.4), so that a
  * second one waits? */
 bool one_at_a_time(const char *chapter);

@@ -267,10 +267,10 @@ TEST(server_api_key) {
         const char *right = "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sesame\r\n\r\n";
         CHECK(http_exchange(s.port, right, strlen(right), &r, 5000) && r.status == 200);
         http_reply_free(&r);
-        char module[512], cmd[1024];
-        snprintf(module, sizeof module, "%s/node/openai_client.mjs", test_build_dir());
-        if (access(module, R_OK) == 0 && system("node --version > /dev/null 2>&1") == 0) {
-            snprintf(cmd, sizeof cmd, "node '%s' http://127.0.0.1:%d/v1 sesame > /dev/null 2>&1", module, s.port);
+        const char *why, *script = openai_client_script(&why);
+        char cmd[1024];
+        if (script) {
+            snprintf(cmd, sizeof cmd, "node '%s' http://127.0.0.1:%d/v1 sesame > /dev/null 2>&1", script, s.port);
             CHECK_MSG(system(cmd) == 0, "%s: the openai client with an API key failed", c);
         }
         CHECK_EQ_INT(server_proc_stop(&s, SIGTERM), 0);
@@ -344,6 +344,19 @@ static void *post_in_thread(void *arg) {
     return NULL;
 }
 
+/* A streaming request running (the socket, its first n events read) and a
+ * short one sent behind it from a thread into w; on a one-at-a-time engine
+ * the second is seen waiting. -1 if the stream did not start. */
+static int one_running_one_behind(ServerProc *s, const char *stream_json, int n_events, Waiter *w, pthread_t *t) {
+    int a = start_stream(s->port, stream_json, n_events);
+    if (a < 0) return -1;
+    w->port = s->port;
+    pthread_create(t, NULL, post_in_thread, w);
+    if (one_at_a_time(s->chapter))
+        CHECK_MSG(wait_metric(s->port, "chat_server_requests_waiting", 1, 5000), "%s: the second request did not wait", s->chapter);
+    return a;
+}
+
 static const char LONG_STREAM[] = "{\"prompt\":\"Once upon a time\",\"max_tokens\":40,\"temperature\":0,\"stream\":true}";
 
 TEST(server_second_request_waits_then_succeeds) {
@@ -351,12 +364,10 @@ TEST(server_second_request_waits_then_succeeds) {
         if (!one_at_a_time(c)) continue;
         ServerProc *s = slow_server(c);
         if (!s) continue;
-        int a = start_stream(s->port, LONG_STREAM, 2);
-        if (a < 0) continue;
-        Waiter w = {.port = s->port, .json = "{\"prompt\":\"Once upon\",\"max_tokens\":4,\"temperature\":0}"};
+        Waiter w = {.json = "{\"prompt\":\"Once upon\",\"max_tokens\":4,\"temperature\":0}"};
         pthread_t t;
-        pthread_create(&t, NULL, post_in_thread, &w);
-        CHECK_MSG(wait_metric(s->port, "chat_server_requests_waiting", 1, 5000), "%s: the second request did not wait", c);
+        int a = one_running_one_behind(s, LONG_STREAM, 2, &w, &t);
+        if (a < 0) continue;
         CHECK_EQ_INT(metric_value(s->port, "chat_server_requests_running"), 1);
         CHECK(finish_stream(a, NULL, 0));
         double t_a = time_now_ms();
@@ -376,12 +387,10 @@ TEST(server_full_queue_gets_503) {
         if (!one_at_a_time(c)) continue;
         ServerProc *s = slow_server(c);
         if (!s) continue;
-        int a = start_stream(s->port, LONG_STREAM, 1);
-        if (a < 0) continue;
-        Waiter w = {.port = s->port, .json = "{\"prompt\":\"Once\",\"max_tokens\":2}"};
+        Waiter w = {.json = "{\"prompt\":\"Once\",\"max_tokens\":2}"};
         pthread_t t;
-        pthread_create(&t, NULL, post_in_thread, &w);
-        CHECK(wait_metric(s->port, "chat_server_requests_waiting", 1, 5000));
+        int a = one_running_one_behind(s, LONG_STREAM, 1, &w, &t);
+        if (a < 0) continue;
         HttpReply r;
         CHECK(http_post(s->port, "/v1/completions", "{\"prompt\":\"Once\",\"max_tokens\":2}", &r));
         char retry[16] = "";
@@ -485,19 +494,19 @@ TEST(server_sigint_and_sigterm_stop_cleanly) {
         /* SIGTERM with a request running and one waiting: both get a clean end */
         const char *slow_args[] = {slow_model_path(), "--backend", "scalar", "--threads", "1", "--queue", "1", NULL};
         if (!server_proc_start(&s, c, slow_args)) continue;
-        int a = start_stream(s.port, "{\"prompt\":\"Once upon a time\",\"max_tokens\":200,\"stream\":true}", 2);
-        Waiter w = {.port = s.port, .json = "{\"prompt\":\"Once\",\"max_tokens\":2}"};
+        Waiter w = {.json = "{\"prompt\":\"Once\",\"max_tokens\":2}"};
         pthread_t t;
-        pthread_create(&t, NULL, post_in_thread, &w);
-        if (one_at_a_time(c)) CHECK(wait_metric(s.port, "chat_server_requests_waiting", 1, 5000));
+        int a = one_running_one_behind(&s, "{\"prompt\":\"Once upon a time\",\"max_tokens\":200,\"stream\":true}", 2, &w, &t);
+        if (a < 0) {
+            server_proc_stop(&s, SIGKILL);
+            continue;
+        }
         double t0 = time_now_ms();
         CHECK_EQ_INT(server_proc_stop(&s, SIGTERM), 0);
         CHECK(time_now_ms() - t0 < 5000);
         char tail[512];
-        if (a >= 0) {
-            finish_stream(a, tail, sizeof tail);
-            CHECK_MSG(strstr(tail, "shutting down") && strstr(tail, "data: [DONE]"), "%s: the stream ended with '%s'", c, tail);
-        }
+        finish_stream(a, tail, sizeof tail);
+        CHECK_MSG(strstr(tail, "shutting down") && strstr(tail, "data: [DONE]"), "%s: the stream ended with '%s'", c, tail);
         pthread_join(t, NULL);
         if (one_at_a_time(c))
             CHECK_MSG(w.reply.status == 503 && strstr(w.reply.body, "shutting down"), "%s: the waiting one got %d", c, w.reply.status);

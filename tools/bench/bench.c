@@ -1,13 +1,14 @@
 /* bench: the benchmark table of `make bench`.
  *
  *   bench [--build DIR] [--models DIR] [--out DIR] [--chapters "II.1 II.2"]
- *         [--types "f32 f16 bf16 q8_0 q4_0"] [--backends "simd parallel"]
+ *         [--types "f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k"] [--backends "simd parallel"]
  *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128] [--runs 2]
+ *         [--kv-contexts "256 1024 2048"] [--kv-tokens 16]
  *
  * For every chapter, weight type and backend it runs the chapter's
  * model-generate on a Qwen3-0.6B-shaped model (made by mkmodel), with a prompt
- * of exactly --prompt-tokens tokens and --tokens new tokens (--kv basic where
- * the chapter has a KV cache; a chapter without one recomputes the whole
+ * of exactly --prompt-tokens tokens and --tokens new tokens (with the
+ * chapter's own cache, its default; a chapter without one recomputes the whole
  * sequence per token, so it gets only --recompute-tokens), and reports
  * prefill tokens/s (prompt tokens / time to first token), decode tokens/s, and
  * decode as a share of the bandwidth limit: read bandwidth (tools/membw, with
@@ -16,8 +17,13 @@
  * the output matrix and one embedding row (the file size would add the
  * embedding table, read one row at a time, and the tokenizer).
  * Each measurement is the best of --runs runs (the first may read the model
- * from disk; other programs come and go). Writes bench.md and bench.json to
- * --out and prints the table. */
+ * from disk; other programs come and go).
+ *
+ * Then, when a chapter has a paged cache, the KV table: tools/kv-bench times the
+ * decode step of the basic and the paged cache with each of --kv-contexts
+ * positions cached (--kv-tokens steps a run, --runs + 1 runs), and attention
+ * alone, on the first type and the last backend. Writes bench.md and
+ * bench.json to --out and prints the tables. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +38,9 @@
 
 typedef struct {
     const char *build, *models, *out;
-    char *chapters[MAX_LIST], *types[MAX_LIST], *backends[MAX_LIST];
-    int n_chapters, n_types, n_backends;
-    int threads, tokens, recompute_tokens, prompt_tokens, runs;
+    char *chapters[MAX_LIST], *types[MAX_LIST], *backends[MAX_LIST], *kv_contexts[MAX_LIST];
+    int n_chapters, n_types, n_backends, n_kv_contexts;
+    int threads, tokens, recompute_tokens, prompt_tokens, runs, kv_tokens;
 } Options;
 
 typedef struct {
@@ -45,6 +51,23 @@ typedef struct {
     double best_ms;  /* the fastest decode step */
     bool ok;
 } Row;
+
+/* One context of the KV table: decode step ms of each cache kind, and of
+ * attention alone over each. */
+typedef struct {
+    int context;
+    double basic_ms, paged_ms;
+    double kv_mb; /* keys and values attention reads per step */
+    double basic_attn_ms, paged_attn_ms;
+} KvRow;
+
+/* What the KV table was measured on. */
+typedef struct {
+    char type[16], backend[16];
+    int threads, runs, n;
+    double kv_bytes_per_token, gbps;
+    KvRow rows[MAX_LIST];
+} KvTable;
 
 /* Splits a space-separated list into out (the strings are leaked: a tool). */
 static int split(const char *s, char **out) {
@@ -186,8 +209,8 @@ static bool measure_once(Row *r, const char *cmd, bool kv) {
 static void measure(const Options *o, Row *r, const char *model, const char *prompt, bool kv) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "%s/%s/model-generate --json --ignore-eos --prompt-file %s --backend %s --threads %d %s %s %d", o->build,
-             r->chapter, prompt, r->backend, r->threads, kv ? "--kv basic" : "", model, r->new_tokens);
+             "%s/%s/model-generate --json --ignore-eos --prompt-file %s --backend %s --threads %d %s %d", o->build,
+             r->chapter, prompt, r->backend, r->threads, model, r->new_tokens);
     fprintf(stderr, "bench: %s (best of %d)\n", cmd, o->runs);
     for (int i = 0; i < o->runs; i++)
         if (!measure_once(r, cmd, kv)) {
@@ -266,7 +289,81 @@ static void print_table(FILE *f, const Row *rows, int n, const Options *o, doubl
     print_ratios(f, rows, n);
 }
 
-static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt) {
+/* ---- the KV table ---------------------------------------------------- */
+
+/* Runs kv-bench (built when a chapter has a paged cache) on the first type and
+ * the last backend; false if there is no kv-bench or no context to measure. */
+static bool measure_kv(const Options *o, KvTable *t, double gb1, double gbn) {
+    memset(t, 0, sizeof *t);
+    char tool[1024], cmd[4096], contexts[512] = "";
+    snprintf(tool, sizeof tool, "%s/tools/kv-bench", o->build);
+    if (o->n_kv_contexts == 0 || access(tool, X_OK) != 0) return false;
+    for (int i = 0; i < o->n_kv_contexts; i++)
+        snprintf(contexts + strlen(contexts), sizeof contexts - strlen(contexts), "%s%s", i ? " " : "",
+                 o->kv_contexts[i]);
+    snprintf(t->type, sizeof t->type, "%s", o->types[0]);
+    snprintf(t->backend, sizeof t->backend, "%s", o->backends[o->n_backends - 1]);
+    t->threads = strcmp(t->backend, "parallel") == 0 ? o->threads : 1;
+    t->gbps = t->threads == 1 ? gb1 : gbn;
+    snprintf(cmd, sizeof cmd,
+             "%s --json --model %s/qwen3-0.6b-%s.gguf --backend %s --threads %d --contexts '%s' --steps %d --runs %d",
+             tool, o->models, t->type, t->backend, t->threads, contexts, o->kv_tokens, o->runs + 1);
+    fprintf(stderr, "bench: %s\n", cmd);
+    JsonValue *res = run_json(cmd);
+    if (!res) {
+        fprintf(stderr, "bench: kv-bench failed\n");
+        return false;
+    }
+    t->kv_bytes_per_token = num(res, "kv_bytes_per_token");
+    t->runs = (int)num(res, "runs");
+    const JsonValue *rows = json_get(res, "contexts");
+    for (size_t i = 0; rows && i < rows->n_items && t->n < MAX_LIST; i++) {
+        const JsonValue *r = &rows->items[i];
+        t->rows[t->n++] = (KvRow){(int)num(r, "context"), num(r, "basic_ms"), num(r, "paged_ms"), num(r, "kv_mb"),
+                                  num(r, "basic_attention_ms"), num(r, "paged_attention_ms")};
+    }
+    json_free(res);
+    return t->n > 0;
+}
+
+static void print_kv_table(FILE *f, const KvTable *t, const Options *o) {
+    fprintf(f, "\n## KV cache: a decode step by context (%s, %s, %d thread%s)\n\n", t->type, t->backend, t->threads,
+            t->threads == 1 ? "" : "s");
+    fprintf(f, "Per-forward ms of a decode step (tools/kv-bench, in process, the chapter's forward_extend) with N\n"
+               "positions already cached: the median of %d runs of %d steps, the kinds taking turns. Attention reads\n"
+               "every cached key and value at each step (%.0f KB a position: K and V of every layer, float32; read\n"
+               "bandwidth %.1f GB/s), so a step grows with N by attention's own cost, timed alone in the same runs\n"
+               "(one query per layer over the cache's spans: one span for basic, one a 16-position block for paged).\n"
+               "The basic cache also copies its whole history into longer arrays at every step; the paged one\n"
+               "writes one row into its last block. Climbs are since the first row.\n\n",
+            t->runs, o->kv_tokens, t->kv_bytes_per_token / 1e3, t->gbps);
+    fprintf(f, "| context N | K/V MB | basic ms | paged ms | paged / basic | attention ms, basic | attention ms, paged "
+               "| basic climb ms | paged climb ms | attention climb ms, paged |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
+    const KvRow *first = &t->rows[0];
+    for (int i = 0; i < t->n; i++) {
+        const KvRow *r = &t->rows[i];
+        fprintf(f, "| %d | %.0f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r->context, r->kv_mb,
+                r->basic_ms, r->paged_ms, r->basic_ms > 0 ? r->paged_ms / r->basic_ms : 0, r->basic_attn_ms,
+                r->paged_attn_ms, r->basic_ms - first->basic_ms, r->paged_ms - first->paged_ms,
+                r->paged_attn_ms - first->paged_attn_ms);
+    }
+}
+
+static void write_kv_json(FILE *f, const KvTable *t) {
+    fprintf(f, ",\"kv\":{\"type\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"runs\":%d,\"kv_bytes_per_token\":%.0f,"
+               "\"membw_gbps\":%.2f,\"contexts\":[",
+            t->type, t->backend, t->threads, t->runs, t->kv_bytes_per_token, t->gbps);
+    for (int i = 0; i < t->n; i++) {
+        const KvRow *r = &t->rows[i];
+        fprintf(f, "%s{\"context\":%d,\"kv_mb\":%.1f,\"basic_ms\":%.2f,\"paged_ms\":%.2f,\"basic_attention_ms\":%.2f,"
+                   "\"paged_attention_ms\":%.2f}",
+                i ? "," : "", r->context, r->kv_mb, r->basic_ms, r->paged_ms, r->basic_attn_ms, r->paged_attn_ms);
+    }
+    fprintf(f, "]}");
+}
+
+static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt, const KvTable *kv) {
     FILE *f = fopen(path, "w");
     if (!f) return;
     fprintf(f, "{\"load_before\":%.2f,\"load_after\":%.2f,\"membw_gbps_1\":%.2f,\"membw_gbps_n\":%.2f,"
@@ -282,7 +379,9 @@ static void write_json(const char *path, const Row *rows, int n, double gb1, dou
                 r->ok ? "true" : "false", r->weight_mb, r->prefill_tps, r->warm_tps, r->decode_tps, r->decode_ms, r->gbps,
                 r->limit_tps, r->share, r->best_ms);
     }
-    fprintf(f, "]}\n");
+    fprintf(f, "]");
+    if (kv) write_kv_json(f, kv);
+    fprintf(f, "}\n");
     fclose(f);
 }
 
@@ -290,7 +389,7 @@ static void write_json(const char *path, const Row *rows, int n, double gb1, dou
 static int usage(FILE *f, int rc) {
     fprintf(f, "usage: bench [--build DIR] [--models DIR] [--out DIR] [--chapters LIST] [--types LIST]\n"
                "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
-               "             [--prompt-tokens N] [--runs N]\n"
+               "             [--prompt-tokens N] [--runs N] [--kv-contexts LIST] [--kv-tokens N]\n"
                "Prefill and decode speed of each chapter, type and backend, with the machine's read\n"
                "bandwidth (tools/membw); writes OUT/bench.md and OUT/bench.json. Run by `make bench`.\n");
     return rc;
@@ -298,10 +397,11 @@ static int usage(FILE *f, int rc) {
 
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
-                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2};
+                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16};
     o->n_chapters = split("II.1 II.2", o->chapters);
-    o->n_types = split("f32 f16 bf16 q8_0 q4_0", o->types);
+    o->n_types = split("f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k", o->types);
     o->n_backends = split("simd parallel", o->backends);
+    o->n_kv_contexts = split("256 1024 2048", o->kv_contexts);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return -1;
@@ -317,10 +417,13 @@ static int parse(Options *o, int argc, char **argv) {
         else if (strcmp(a, "--recompute-tokens") == 0) o->recompute_tokens = atoi(v);
         else if (strcmp(a, "--prompt-tokens") == 0) o->prompt_tokens = atoi(v);
         else if (strcmp(a, "--runs") == 0) o->runs = atoi(v);
+        else if (strcmp(a, "--kv-contexts") == 0) o->n_kv_contexts = split(v, o->kv_contexts);
+        else if (strcmp(a, "--kv-tokens") == 0) o->kv_tokens = atoi(v);
         else return -1;
     }
     if (o->threads <= 0) o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return o->tokens > 1 && o->recompute_tokens > 1 && o->prompt_tokens > 0 && o->runs > 0 ? 0 : -1;
+    return o->tokens > 1 && o->recompute_tokens > 1 && o->prompt_tokens > 0 && o->runs > 0 && o->kv_tokens > 1 ? 0
+                                                                                                          : -1;
 }
 
 int main(int argc, char **argv) {
@@ -371,16 +474,20 @@ int main(int argc, char **argv) {
             }
         }
     }
+    KvTable kv;
+    bool have_kv = measure_kv(&o, &kv, gb1, gbn);
     load_after = load_average();
     print_table(stdout, rows, n, &o, gb1, gbn, o.threads);
+    if (have_kv) print_kv_table(stdout, &kv, &o);
     snprintf(path, sizeof path, "%s/bench.md", o.out);
     FILE *f = fopen(path, "w");
     if (f) {
         print_table(f, rows, n, &o, gb1, gbn, o.threads);
+        if (have_kv) print_kv_table(f, &kv, &o);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s/bench.json", o.out);
-    write_json(path, rows, n, gb1, gbn, o.threads);
+    write_json(path, rows, n, gb1, gbn, o.threads, have_kv ? &kv : NULL);
     fprintf(stderr, "bench: wrote %s/bench.md and %s/bench.json\n", o.out, o.out);
     free(rows);
     return 0;

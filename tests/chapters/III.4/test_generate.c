@@ -41,7 +41,8 @@ TEST(III4_generate_paged_by_default_same_tokens_as_basic_and_none) {
     Gen none, basic, paged, small_blocks;
     const char *prompt = "Once upon a time, in a land far away, there lived";
     if (!gen_open(&none, "small-q8_0", prompt, "12", "--kv none") ||
-        !gen_open(&basic, "small-q8_0", prompt, "12", "--kv basic") || !gen_open(&paged, "small-q8_0", prompt, "12", "") ||
+        !gen_open(&basic, "small-q8_0", prompt, "12", "--kv basic") ||
+        !gen_open(&paged, "small-q8_0", prompt, "12", "") ||
         !gen_open(&small_blocks, "small-q8_0", prompt, "12", "--kv=paged --kv-block-size 3 --kv-blocks 9"))
         return;
     CHECK(none.s.opt.kv == NULL);
@@ -163,4 +164,18 @@ TEST(III4_kv_flags_make_pool_sizes) {
     f = (KvFlags){.kind = "basic", .n_blocks = 3};
     CHECK(kv_flags_make_pool(&f, &c, 100, err) == NULL);
     CHECK_STR(err, ""); /* no pool, and no error */
+}
+
+TEST(III4_kv_flags_usage_names_every_flag) {
+    FILE *f = fopen(test_tmp_path("kv-usage.txt"), "w+");
+    if (!f) return;
+    kv_flags_usage(f);
+    rewind(f);
+    char text[2048];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+    const char *flags[] = {"--kv KIND",     "paged (default) or basic", "--kv-block-size N",
+                           "--kv-blocks N", "--kv-mem MiB",              "--kv-trace"};
+    for (int i = 0; i < 6; i++) CHECK_MSG(strstr(text, flags[i]) != NULL, "no '%s' in:\n%s", flags[i], text);
 }

@@ -133,7 +133,8 @@ static void check_view(KvCache *kv, int n, int block_size) {
             CHECK_EQ_INT(spans[s].n, s < want - 1 ? block_size : n - (want - 1) * block_size);
             for (int r = 0; r < spans[s].n; r++, t++)
                 for (int j = 0; j < 4; j++)
-                    if (spans[s].v[r * 4 + j] != (float)(t * 100 + l * 10 + j) || spans[s].k[r * 4 + j] != -spans[s].v[r * 4 + j]) {
+                    if (spans[s].v[r * 4 + j] != (float)(t * 100 + l * 10 + j) ||
+                        spans[s].k[r * 4 + j] != -spans[s].v[r * 4 + j]) {
                         test_fail(__FILE__, __LINE__, "layer %d position %d reads back wrong", l, t);
                         free(spans);
                         return;
@@ -323,6 +324,49 @@ TEST(III4_paged_fork_errors) {
     CHECK(kv_paged_table(basic) == NULL);
     kv_cache_free(basic);
     kv_cache_free(a);
+    kv_pool_free(p);
+}
+
+TEST(III4_paged_copy_on_write_after_adopting_kept_blocks) {
+    KvPool *p = make_pool(4, 8);
+    if (!p) return;
+    KvCache *a = filled_cache(p, 7);
+    if (!a) return;
+    /* Someone (III.7's prefix cache) keeps a's blocks by reference; a ends. */
+    const KvBlockTable *ta = kv_paged_table(a);
+    int kept[2] = {ta->blocks[0], ta->blocks[1]};
+    kv_pool_lock(p);
+    for (int i = 0; i < 2; i++) kv_pool_ref(p, kept[i]);
+    kv_pool_unlock(p);
+    kv_cache_free(a);
+    CHECK_EQ_INT(free_blocks(p), 6);
+    Qwen3Config c = pool_config();
+    char err[ERR_MAX] = "";
+    KvCache *b = kv_cache_create("paged", &c, p, err);
+    CHECK_EQ_INT(kv_paged_adopt(b, kept, 6, err), 0);
+    CHECK_EQ_INT(b->seq_len(b), 6);
+    CHECK_EQ_INT(p->ref[kept[1]], 2);
+    check_view(b, 6, 4);
+    CHECK_EQ_INT(kv_paged_adopt(b, kept, 6, err), -1); /* only into an empty cache */
+    CHECK(strstr(err, "empty") != NULL);
+    CHECK_EQ_INT(b->reserve(b, 1, err), 0);
+    CHECK(kv_paged_table(b)->blocks[1] != kept[1]); /* the kept block is not written */
+    append_all_layers(b, 3.0f);
+    KvCache *d = kv_cache_create("paged", &c, p, err);
+    CHECK_EQ_INT(kv_paged_adopt(d, kept, 7, err), 0); /* the kept block still holds a's position 6 */
+    check_view(d, 7, 4);
+    int bad[1] = {5};
+    KvCache *e = kv_cache_create("paged", &c, p, err);
+    CHECK_EQ_INT(kv_paged_adopt(e, bad, 3, err), -1);
+    CHECK_STR(err, "cannot adopt block 5: it is not a block in use of this pool");
+    CHECK_EQ_INT(kv_paged_table(e)->n, 0);
+    kv_cache_free(e);
+    kv_cache_free(d);
+    kv_cache_free(b);
+    kv_pool_lock(p);
+    for (int i = 0; i < 2; i++) kv_pool_release(p, kept[i]);
+    kv_pool_unlock(p);
+    CHECK_EQ_INT(free_blocks(p), 8);
     kv_pool_free(p);
 }
 

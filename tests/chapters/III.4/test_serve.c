@@ -20,7 +20,10 @@ typedef struct {
     Engine *e;
 } Fixture;
 
-/* The small model, a pool of n_blocks blocks of 16 (0: the basic cache) and the engine. */
+static void fx_close(Fixture *f);
+
+/* The small model, a pool of n_blocks blocks of 16 (0: the basic cache) and
+ * the engine; false (with everything closed) if that fails. */
 static bool fx_open(Fixture *f, int n_blocks, int queue) {
     char err[ERR_MAX];
     memset(f, 0, sizeof *f);
@@ -32,6 +35,7 @@ static bool fx_open(Fixture *f, int n_blocks, int queue) {
                      .ctx = f->m.cfg.ctx_len, .queue = queue};
     f->e = f->tok && f->be && (f->pool || !n_blocks) ? serve_engine_create(&c, err) : NULL;
     CHECK_MSG(f->e, "%s", err);
+    if (!f->e) fx_close(f);
     return f->e != NULL;
 }
 
@@ -97,6 +101,16 @@ static bool wait_running(GenRequest *r) {
     return false;
 }
 
+/* A long request a running and a short one b waiting behind it. */
+static bool one_running_one_waiting(Fixture *f, GenRequest **a, GenRequest **b) {
+    char err[ERR_MAX] = "";
+    *a = request(f, "Once upon a time", 1500, 0, 0);
+    *b = request(f, "Once", 2, 0, 0);
+    bool ok = f->e->submit(f->e, *a, err) == 0 && wait_running(*a) && f->e->submit(f->e, *b, err) == 0;
+    CHECK_MSG(ok, "one running, one waiting: %s", err);
+    return ok;
+}
+
 /* The greedy tokens a plain Sequence loop gives, for comparison. */
 static int greedy_reference(Fixture *f, const char *prompt, int max_tokens, int32_t *out) {
     int32_t *ids;
@@ -122,10 +136,7 @@ static int greedy_reference(Fixture *f, const char *prompt, int max_tokens, int3
 
 TEST(III4_serve_run_greedy_matches_a_plain_loop) {
     Fixture f;
-    if (!fx_open(&f, 64, 2)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 64, 2)) return;
     int32_t want[32], got[64];
     int n_want = greedy_reference(&f, "Once upon a time", 20, want), n_got = 0;
     GenRequest *r = request(&f, "Once upon a time", 20, 0, 0);
@@ -146,10 +157,7 @@ TEST(III4_serve_run_greedy_matches_a_plain_loop) {
 
 TEST(III4_serve_run_one_after_another_same_tokens) {
     Fixture f;
-    if (!fx_open(&f, 64, 4)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 64, 4)) return;
     GenRequest *r[4];
     char err[ERR_MAX];
     for (int i = 0; i < 4; i++) { /* sampled with one seed: each has its own Sampler, so all agree */
@@ -167,10 +175,7 @@ TEST(III4_serve_run_one_after_another_same_tokens) {
 
 TEST(III4_serve_queue_bounded) {
     Fixture f;
-    if (!fx_open(&f, 128, 1)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 128, 1)) return;
     char err[ERR_MAX] = "";
     GenRequest *a = request(&f, "Once upon a time", 1500, 0, 0), *b = request(&f, "Once", 2, 0, 0),
                *c = request(&f, "Once", 2, 0, 0);
@@ -194,10 +199,7 @@ TEST(III4_serve_queue_bounded) {
 
 TEST(III4_serve_queue_zero_runs_one) {
     Fixture f;
-    if (!fx_open(&f, 128, 0)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 128, 0)) return;
     char err[ERR_MAX] = "";
     GenRequest *a = request(&f, "Once upon a time", 1500, 0, 0), *b = request(&f, "Once", 2, 0, 0);
     CHECK_EQ_INT(f.e->submit(f.e, a, err), 0);
@@ -213,10 +215,7 @@ TEST(III4_serve_queue_zero_runs_one) {
 
 TEST(III4_serve_cancel_running_frees_the_cache) {
     Fixture f;
-    if (!fx_open(&f, 128, 1)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 128, 1)) return;
     char err[ERR_MAX];
     GenRequest *a = request(&f, "Once upon a time", 1500, 0, 0);
     CHECK_EQ_INT(f.e->submit(f.e, a, err), 0);
@@ -235,15 +234,9 @@ TEST(III4_serve_cancel_running_frees_the_cache) {
 
 TEST(III4_serve_cancel_waiting_leaves_at_once) {
     Fixture f;
-    if (!fx_open(&f, 128, 2)) {
-        fx_close(&f);
-        return;
-    }
-    char err[ERR_MAX];
-    GenRequest *a = request(&f, "Once upon a time", 1500, 0, 0), *b = request(&f, "Once", 2, 0, 0);
-    CHECK_EQ_INT(f.e->submit(f.e, a, err), 0);
-    CHECK(wait_running(a));
-    CHECK_EQ_INT(f.e->submit(f.e, b, err), 0);
+    if (!fx_open(&f, 128, 2)) return;
+    GenRequest *a, *b;
+    one_running_one_waiting(&f, &a, &b);
     gen_cancel(b);
     CHECK(collect(b, NULL, NULL, 10000));
     CHECK(gen_result(b)->cancelled && gen_result(b)->n_generated == 0);
@@ -260,10 +253,7 @@ TEST(III4_serve_cancel_waiting_leaves_at_once) {
 
 TEST(III4_serve_request_larger_than_the_pool) {
     Fixture f;
-    if (!fx_open(&f, 2, 1)) {
-        fx_close(&f);
-        return;
-    } /* 32 positions */
+    if (!fx_open(&f, 2, 1)) return; /* 32 positions */
     char err[ERR_MAX] = "";
     Buf long_prompt = {0};
     for (int i = 0; i < 40; i++) buf_puts(&long_prompt, "Once ");
@@ -285,10 +275,7 @@ TEST(III4_serve_request_larger_than_the_pool) {
 
 TEST(III4_serve_runs_out_of_room_with_length) {
     Fixture f;
-    if (!fx_open(&f, 2, 1)) {
-        fx_close(&f);
-        return;
-    } /* 32 positions, no max_tokens: until the pool is full */
+    if (!fx_open(&f, 2, 1)) return; /* 32 positions, no max_tokens: until the pool is full */
     char err[ERR_MAX];
     GenRequest *r = request(&f, "Once upon a time", -1, 0, 0);
     CHECK_EQ_INT(f.e->submit(f.e, r, err), 0);
@@ -304,10 +291,7 @@ TEST(III4_serve_runs_out_of_room_with_length) {
 
 TEST(III4_serve_basic_cache_and_views) {
     Fixture f;
-    if (!fx_open(&f, 0, 1)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 0, 1)) return;
     char err[ERR_MAX];
     GenRequest *r = request(&f, "Once upon a time", 5, 0, 0);
     CHECK_EQ_INT(f.e->submit(f.e, r, err), 0);
@@ -326,15 +310,10 @@ TEST(III4_serve_basic_cache_and_views) {
 
 TEST(III4_serve_shutdown_fails_what_runs_and_waits) {
     Fixture f;
-    if (!fx_open(&f, 128, 2)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 128, 2)) return;
     char err[ERR_MAX];
-    GenRequest *a = request(&f, "Once upon a time", 1500, 0, 0), *b = request(&f, "Once", 2, 0, 0);
-    CHECK_EQ_INT(f.e->submit(f.e, a, err), 0);
-    CHECK(wait_running(a));
-    CHECK_EQ_INT(f.e->submit(f.e, b, err), 0);
+    GenRequest *a, *b;
+    one_running_one_waiting(&f, &a, &b);
     f.e->shutdown(f.e);
     CHECK(collect(a, NULL, NULL, 1000) && collect(b, NULL, NULL, 1000));
     CHECK(gen_result(a)->status == 503 && strstr(gen_result(a)->message, "shutting down"));
@@ -350,10 +329,7 @@ TEST(III4_serve_shutdown_fails_what_runs_and_waits) {
 
 TEST(III4_serve_pool_map_names_the_request) {
     Fixture f;
-    if (!fx_open(&f, 128, 1)) {
-        fx_close(&f);
-        return;
-    }
+    if (!fx_open(&f, 128, 1)) return;
     char err[ERR_MAX];
     GenRequest *a = request(&f, "Once upon a time", 1500, 0, 0);
     CHECK_EQ_INT(f.e->submit(f.e, a, err), 0);
