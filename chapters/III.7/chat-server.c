@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cli.h"
 #include "kv_cache.h"
 #include "qwen3.h"
 #include "scheduler.h"
@@ -45,17 +46,6 @@ static void usage(FILE *f) {
     fprintf(f, "       -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":32}'\n");
 }
 
-static int int_value(const char *flag, const char *v, int lo, int *out, char *err) {
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > 1000000000) {
-        err_set(err, "%s must be an integer >= %d, got '%s'", flag, lo, v);
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
-}
-
 /* 0, 1 after --help, -1 with err. */
 static int parse_args(Options *o, int argc, char **argv, char *err) {
     memset(o, 0, sizeof *o);
@@ -78,15 +68,15 @@ static int parse_args(Options *o, int argc, char **argv, char *err) {
         } else if (strcmp(a, "--trace-scheduler") == 0) {
             o->trace = true;
         } else if (strcmp(a, "--queue") == 0 && has_value) {
-            if (int_value(a, argv[++i], 0, &o->queue, err)) return -1;
+            if (cli_parse_int(argv[++i], a, 0, 1000000, &o->queue, err)) return -1;
         } else if (strcmp(a, "--max-concurrent") == 0 && has_value) {
-            if (int_value(a, argv[++i], 1, &o->max_concurrent, err)) return -1;
+            if (cli_parse_int(argv[++i], a, 1, 4096, &o->max_concurrent, err)) return -1;
         } else if (strcmp(a, "--prefill-chunk") == 0 && has_value) {
-            if (int_value(a, argv[++i], 1, &o->prefill_chunk, err)) return -1;
+            if (cli_parse_int(argv[++i], a, 1, 1 << 20, &o->prefill_chunk, err)) return -1;
         } else if (strcmp(a, "--ctx") == 0 && has_value) {
-            if (int_value(a, argv[++i], 2, &o->ctx, err)) return -1;
+            if (cli_parse_int(argv[++i], a, 2, 1 << 30, &o->ctx, err)) return -1;
         } else if (strcmp(a, "--threads") == 0 && has_value) {
-            if (int_value(a, argv[++i], 1, &o->threads, err)) return -1;
+            if (cli_parse_int(argv[++i], a, 1, 1024, &o->threads, err)) return -1;
         } else if (strcmp(a, "--backend") == 0 && has_value) {
             o->backend = argv[++i];
         } else if (a[0] == '-' && a[1]) {

@@ -50,7 +50,13 @@ static bool open_sequence(Session *s, const KvFlags *f, KvPool **pool, Sequence 
         kv_pool_free(*pool);
         return false;
     }
-    if (*pool && !s->opt.quiet) kv_pool_report(*pool, stderr);
+    if (*pool && !s->opt.quiet) {
+        kv_pool_report(*pool, stderr);
+        long tokens = (long)(*pool)->n_blocks * (*pool)->block_size;
+        if (tokens < s->ctx)
+            fprintf(stderr, "kv pool: %ld tokens, less than the context of %d (--kv-mem or --kv-blocks for more)\n",
+                    tokens, s->ctx);
+    }
     return true;
 }
 
@@ -101,4 +107,6 @@ static void generate_with_kv_cache(Session *s) {
 void generate(Session *s) {
     if (s->opt.kv) generate_with_kv_cache(s);
     else generate_full_recompute(s);
+    if (!s->opt.kv && session_kv_flags(s).trace)
+        fprintf(stderr, "model-generate: --kv-trace: no cache to show with --kv none\n");
 }

@@ -59,11 +59,10 @@ KvCache *kv_paged_create(const Qwen3Config *c, KvPool *pool, char *err);
  * are shared, and the first write into a shared block copies it. NULL with err
  * if src is not paged or holds fewer than n positions. */
 KvCache *kv_paged_fork(const KvCache *src, int n, char *err);
-/* A paged cache holding positions 0..n-1 in blocks[0..ceil(n / block_size)),
- * whose references it takes over from the caller (a prefix cache's match):
- * the blocks stay shared, and the first write into one copies it. NULL with
- * err (the references given back) if the pool does not fit the model. */
-KvCache *kv_paged_adopt(const Qwen3Config *c, KvPool *pool, const int *blocks, int n, char *err);
+/* Makes an empty paged cache hold n positions already in blocks of its pool
+ * (blocks[0 .. ceil(n / block_size)), a prefix kept by someone else), taking
+ * a reference on each. -1 with err if kv is not empty or a block is free. */
+int kv_paged_adopt(KvCache *kv, const int *blocks, int n, char *err);
 /* A paged cache's block table and pool (NULL for other kinds). */
 const KvBlockTable *kv_paged_table(const KvCache *kv);
 KvPool *kv_paged_pool(const KvCache *kv);

@@ -175,23 +175,33 @@ KvCache *kv_paged_create(const Qwen3Config *c, KvPool *pool, char *err) {
     return &pc->base;
 }
 
-KvCache *kv_paged_adopt(const Qwen3Config *c, KvPool *pool, const int *blocks, int n, char *err) {
-    KvCache *kv = kv_paged_create(c, pool, err);
-    if (!kv) {
-        if (pool) {
-            kv_pool_lock(pool);
-            for (int i = 0; i < blocks_for(pool, n); i++) kv_pool_release(pool, blocks[i]);
-            kv_pool_unlock(pool);
-        }
-        return NULL;
+int kv_paged_adopt(KvCache *kv, const int *blocks, int n, char *err) {
+    if (strcmp(kv->kind, "paged") != 0 || paged_seq_len(kv) != 0 || as_paged(kv)->table.n != 0) {
+        err_set(err, "only an empty paged KV cache can adopt blocks");
+        return -1;
     }
     PagedKvCache *pc = as_paged(kv);
-    kv_pool_lock(pool);
-    for (int i = 0; i < blocks_for(pool, n); i++) table_push(&pc->table, blocks[i]);
+    KvPool *p = pc->pool;
+    kv_pool_lock(p);
+    int nb = n < 0 ? -1 : blocks_for(p, n);
+    for (int i = 0; i < nb; i++)
+        if (blocks[i] < 0 || blocks[i] >= p->n_blocks || p->ref[blocks[i]] == 0) {
+            err_set(err, "cannot adopt block %d: it is not a block in use of this pool", blocks[i]);
+            nb = -1;
+        }
+    if (nb < 0) {
+        if (n < 0) err_set(err, "cannot adopt %d positions", n);
+        kv_pool_unlock(p);
+        return -1;
+    }
+    for (int i = 0; i < nb; i++) {
+        kv_pool_ref(p, blocks[i]);
+        table_push(&pc->table, blocks[i]);
+    }
     for (int l = 0; l < kv->n_layers; l++) pc->len[l] = n;
     pc->table.n_tokens = n;
-    kv_pool_unlock(pool);
-    return kv;
+    kv_pool_unlock(p);
+    return 0;
 }
 
 KvCache *kv_paged_fork(const KvCache *src, int n, char *err) {
@@ -199,16 +209,18 @@ KvCache *kv_paged_fork(const KvCache *src, int n, char *err) {
         err_set(err, "only a paged KV cache shares its blocks (this one is %s)", src->kind);
         return NULL;
     }
-    const PagedKvCache *from = as_paged(src);
     if (n < 0 || n > paged_seq_len(src)) {
         err_set(err, "cannot share %d positions of a cache that holds %d", n, paged_seq_len(src));
         return NULL;
     }
-    kv_pool_lock(from->pool);
-    for (int i = 0; i < blocks_for(from->pool, n); i++) kv_pool_ref(from->pool, from->table.blocks[i]);
-    kv_pool_unlock(from->pool);
+    const PagedKvCache *from = as_paged(src);
     Qwen3Config c = {.n_layers = src->n_layers, .kv_dim = src->kv_dim};
-    return kv_paged_adopt(&c, from->pool, from->table.blocks, n, err);
+    KvCache *kv = kv_paged_create(&c, from->pool, err);
+    if (kv && kv_paged_adopt(kv, from->table.blocks, n, err) != 0) {
+        kv_cache_free(kv);
+        return NULL;
+    }
+    return kv;
 }
 
 const KvBlockTable *kv_paged_table(const KvCache *kv) {

@@ -172,7 +172,8 @@ void kv_pool_json(const KvPool *p, Buf *out) {
     for (int b = 0; b < p->n_blocks; b++) buf_printf(out, "%c", map_char(p->ref[b], p->cached[b]));
     buf_puts(out, "\",\"used\":[");
     for (int b = 0, k = 0; b < p->n_blocks; b++)
-        if (p->ref[b] > 0) buf_printf(out, "%s{\"id\":%d,\"ref\":%d,\"fill\":%d}", k++ ? "," : "", b, p->ref[b], p->fill[b]);
+        if (p->ref[b] > 0)
+            buf_printf(out, "%s{\"id\":%d,\"ref\":%d,\"fill\":%d}", k++ ? "," : "", b, p->ref[b], p->fill[b]);
     buf_puts(out, "],\"sequences\":[");
     for (const KvBlockTable *t = p->tables; t; t = t->next) {
         buf_printf(out, "%s{\"id\":%d,\"owner\":", t == p->tables ? "" : ",", t->id);

@@ -327,9 +327,17 @@ int radix_seq_open(RadixTree *t, Sequence *s, const Qwen3Model *m, Backend *be, 
                    char *err) {
     int *blocks = xmalloc(sizeof(int) * (size_t)(blocks_for(t, n) + 1));
     int reused = radix_match(t, tokens, n - 1, blocks);
-    KvCache *kv = kv_paged_adopt(&m->cfg, t->pool, blocks, reused, err);
+    KvCache *kv = kv_paged_create(&m->cfg, t->pool, err);
+    int rc = kv ? kv_paged_adopt(kv, blocks, reused, err) : -1; /* the cache's own references */
+    kv_pool_lock(t->pool);
+    for (int i = 0; i < blocks_for(t, reused); i++) kv_pool_release(t->pool, blocks[i]); /* the match's */
+    kv_pool_unlock(t->pool);
     free(blocks);
-    if (!kv || seq_init_cached(s, m, be, kv, tokens, reused, cap, err) != 0) return -1;
+    if (rc != 0) {
+        kv_cache_free(kv);
+        return -1;
+    }
+    if (seq_init_cached(s, m, be, kv, tokens, reused, cap, err) != 0) return -1;
     return reused;
 }
 

@@ -71,7 +71,9 @@ int seq_fork(Sequence *dst, const Sequence *src, int n, char *err) {
         return -1;
     }
     KvCache *kv = kv_paged_fork(src->kv, n, err);
-    if (!kv || seq_init_cached(dst, src->model, src->be, kv, src->tokens, n, src->cap, err) != 0) return -1;
+    if (!kv || seq_init(dst, src->model, src->be, kv, src->cap, err) != 0) return -1;
+    memcpy(dst->tokens, src->tokens, sizeof(int32_t) * (size_t)n);
+    dst->n_tokens = n;
     if (n == src->n_tokens) memcpy(dst->logits, src->logits, sizeof(float) * (size_t)src->model->cfg.vocab_size);
     return 0;
 }

@@ -156,9 +156,9 @@ TEST(server_sched_views_and_counters) {
 
 TEST(server_sched_bad_flags) {
     static const struct { const char *args, *want; } cases[] = {
-        {"--max-concurrent 0", "--max-concurrent must be an integer >= 1"},
-        {"--max-concurrent x", "--max-concurrent must be an integer >= 1"},
-        {"--prefill-chunk 0", "--prefill-chunk must be an integer >= 1"},
+        {"--max-concurrent 0", "--max-concurrent must be an integer from 1"},
+        {"--max-concurrent x", "--max-concurrent must be an integer from 1"},
+        {"--prefill-chunk 0", "--prefill-chunk must be an integer from 1"},
         {"--prefill-chunk", "needs a value"},
     };
     FOR_EACH_SERVER_CHAPTER(c) {
