@@ -1,9 +1,11 @@
-/* chat-repl (chapter III.4): a multi-turn chat on the terminal.
+/* chat-repl (chapter III.7): a multi-turn chat on the terminal.
  *
  * Each line read is a user message; the reply streams back. The KV cache lives
  * as long as the conversation, so a turn prefills only its own tokens, never
- * the turns before it (conversation.c has the turn logic). Works the same with
- * a pipe as stdin. */
+ * the turns before it (conversation.c has the turn logic). What a turn rolls
+ * back stays in the prefix cache (radix.c): after /reset, the same messages
+ * again are read from it instead of being prefilled. Works the same with a
+ * pipe as stdin. */
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
@@ -28,6 +30,7 @@ typedef struct {
     int ctx;          /* 0: the model's */
     int max_tokens;   /* per reply; 0: until the context is full */
     bool think;
+    bool no_prefix_cache;
     SamplerParams thinking, plain;   /* the sampling of each mode */
     KvFlags kv;
 } ReplOptions;
@@ -68,6 +71,7 @@ static void usage(FILE *f) {
             "KV cache:\n",
             backend_names());
     kv_flags_usage(f);
+    fprintf(f, "  --no-prefix-cache  no prefix cache: what /reset or a rollback drops is gone (paged only)\n");
     fprintf(f,
             "\n"
             "commands: /reset (forget the conversation), /think on|off, /stats, /verify (compare the\n"
@@ -170,6 +174,8 @@ static int parse_args(ReplOptions *o, int argc, char **argv, char *err) {
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1;
         if (strcmp(a, "--no-think") == 0) {
             o->think = false;
+        } else if (strcmp(a, "--no-prefix-cache") == 0) {
+            o->no_prefix_cache = true;
         } else if (strcmp(a, "--greedy") == 0) {
             o->thinking.temperature = o->plain.temperature = 0.0f;
         } else if (a[0] == '-' && a[1]) {
@@ -211,6 +217,7 @@ typedef struct {
     Tokenizer *tok;
     Backend *be;
     KvPool *pool;
+    RadixTree *prefix;         /* the prefix cache: NULL without a pool or with --no-prefix-cache */
     Conversation conv;
     int ctx;
     int turns;                 /* since the start, for the per-turn seed */
@@ -270,6 +277,12 @@ static void print_stats(const Repl *r) {
     } else {
         printf("kv                  %s\n", r->conv.seq.kv->kind);
     }
+    if (r->prefix) {
+        RadixStats p = radix_stats(r->prefix);
+        printf("prefix cache        %d blocks in %d nodes (%d only its own); %llu of %llu lookups hit, %llu tokens reused,"
+               " %llu blocks evicted\n", p.blocks, p.nodes, p.evictable, (unsigned long long)p.hits,
+               (unsigned long long)p.lookups, (unsigned long long)p.cached_tokens, (unsigned long long)p.evicted_blocks);
+    }
     printf("thinking            %s\n", r->conv.enable_thinking ? "on" : "off");
     printf("sampling            temperature %g, top-k %d, top-p %g, min-p %g, presence %g, frequency %g, "
            "repetition %g, seed %llu\n",
@@ -303,7 +316,7 @@ static bool run_command(Repl *r, const char *line) {
     } else if (strcmp(line, "/stats") == 0) {
         print_stats(r);
     } else if (strcmp(line, "/help") == 0) {
-        printf("/reset         forget the conversation (the system prompt stays cached)\n"
+        printf("/reset         forget the conversation (the system prompt stays cached, the rest in the prefix cache)\n"
                "/think on|off  the thinking switch\n"
                "/stats         the conversation's numbers\n"
                "/verify        prefill the template's text from scratch and compare with the cache\n"
@@ -366,6 +379,7 @@ static int repl_open(Repl *r, char *err) {
     if (!kv) return -1;
     if (conv_init(&r->conv, &r->model, r->be, kv, r->tok, r->ctx, r->opt.system, err) != 0) return -1;
     r->conv.enable_thinking = r->opt.think;
+    if (r->pool && !r->opt.no_prefix_cache) r->conv.prefix = r->prefix = radix_create(r->pool);
     SyncStats st;   /* the system prompt, prefilled once */
     if (conv_sync_history(&r->conv, &st, err) != 0) return -1;
     r->prompt_fed += st.fed;
@@ -375,6 +389,7 @@ static int repl_open(Repl *r, char *err) {
 
 static void repl_close(Repl *r) {
     if (r->conv.seq.kv) conv_free(&r->conv);
+    radix_free(r->prefix);
     kv_pool_free(r->pool);
     tokenizer_free(r->tok);
     qwen3_free(&r->model);

@@ -74,7 +74,7 @@ int32_t *conv_history_tokens(const Conversation *c, int *n) {
     return ids;
 }
 
-/* EXERCISE conv-sync "Feed only what the cache lacks" 3 points; tests: III4_conv_sync III4_conversation */
+/* EXERCISE conv-sync "Feed only what the cache lacks, or the prefix cache holds" 3 points; tests: III7_conv_sync */
 int conv_sync(Conversation *c, const int32_t *target, int n, SyncStats *st, char *err) {
     Sequence *s = &c->seq;
     double t0 = time_now_ms();
@@ -84,6 +84,12 @@ int conv_sync(Conversation *c, const int32_t *target, int n, SyncStats *st, char
      * when the cache holds more, the last target token is fed again. */
     if (keep == n && s->n_tokens > n && n > 0) keep--;
     *st = (SyncStats){.kept = keep, .rolled_back = s->n_tokens - keep, .fed = n - keep};
+    if (c->prefix && kv_paged_table(s->kv)) {   /* III.7: perhaps the prefix cache has more */
+        int have = radix_seq_sync(c->prefix, s, target, n, keep, err);
+        if (have < 0) return -1;
+        if (have > keep) *st = (SyncStats){.kept = have, .rolled_back = st->rolled_back, .fed = n - have};
+        keep = have;
+    }
     if (keep < s->n_tokens) seq_truncate(s, keep);
     int rc = n > keep ? seq_extend(s, target + keep, n - keep, err) : 0;
     st->ms = time_now_ms() - t0;

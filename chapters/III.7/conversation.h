@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "chat.h"
+#include "radix.h"
 #include "sampling.h"
 #include "sequence.h"
 #include "tokenizer.h"
@@ -27,7 +28,7 @@
 
 /* What one synchronization of the cache with the rendering did. */
 typedef struct {
-    int kept;         /* tokens the cache already held: not prefilled again */
+    int kept;         /* tokens the cache already held (or the prefix cache gave): not prefilled again */
     int rolled_back;  /* cached tokens the rendering no longer has, dropped */
     int fed;          /* tokens prefilled */
     double ms;
@@ -53,6 +54,8 @@ typedef struct {
     ChatMessage *msgs;     /* [cap_msgs]; the strings are owned */
     int n_msgs, cap_msgs;
     bool enable_thinking;  /* the template's switch, for the next turns */
+    RadixTree *prefix;     /* NULL, or a prefix cache of the sequence's pool: what a sync rolls
+                            * back stays there, and a sync takes what it holds (III.7) */
 } Conversation;
 
 /* Takes ownership of kv (through the Sequence). system may be NULL or "". */
@@ -76,9 +79,10 @@ int32_t *conv_render_tokens(const Conversation *c, bool generation_prompt, int *
 int32_t *conv_history_tokens(const Conversation *c, int *n);
 
 /* Makes the cache hold exactly target[0..n) and the logits be the prediction
- * after it: keeps the longest prefix the cache already agrees on, rolls back
- * the rest, feeds the difference. -1 with err when there is no room (the
- * agreeing prefix stays cached). */
+ * after it: keeps the longest prefix the cache already agrees on, or the
+ * longer one the prefix cache holds, rolls back the rest, feeds the
+ * difference. -1 with err when there is no room (the agreeing prefix stays
+ * cached). */
 int conv_sync(Conversation *c, const int32_t *target, int n, SyncStats *st, char *err);
 
 /* Generates the reply from the current logits: samples, streams the text to

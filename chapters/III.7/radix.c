@@ -345,3 +345,15 @@ void radix_seq_keep(RadixTree *t, const Sequence *s) {
     const KvBlockTable *table = kv_paged_table(s->kv);
     if (t && table) radix_insert(t, s->tokens, s->kv->seq_len(s->kv), table->blocks);
 }
+
+int radix_seq_sync(RadixTree *t, Sequence *s, const int32_t *tokens, int n, int keep, char *err) {
+    radix_seq_keep(t, s);
+    int available;
+    if (n < 2 || radix_peek(t, tokens, n - 1, &available) <= keep) return keep;
+    Sequence fresh;
+    int reused = radix_seq_open(t, &fresh, s->model, s->be, tokens, n, s->cap, err);
+    if (reused < 0) return -1;
+    seq_free(s);
+    *s = fresh;
+    return reused;
+}

@@ -96,5 +96,12 @@ int radix_seq_open(RadixTree *t, Sequence *s, const Qwen3Model *m, Backend *be, 
                    char *err);
 /* Hands the tree a sequence's full blocks (radix_insert); the sequence keeps them too. */
 void radix_seq_keep(RadixTree *t, const Sequence *s);
+/* For a sequence about to hold tokens[0..n) whose first keep tokens agree
+ * with it (a chat's next turn): its full blocks join the tree first, so what
+ * it is about to roll back stays cached; then, if the tree holds more of
+ * tokens than keep (at most n - 1), the sequence starts over on the tree's
+ * blocks (radix_seq_open). Returns the tokens it now holds of tokens (>=
+ * keep), -1 with err (the sequence as it was). */
+int radix_seq_sync(RadixTree *t, Sequence *s, const int32_t *tokens, int n, int keep, char *err);
 
 #endif
