@@ -25,7 +25,7 @@
 #include "openai.h"
 #include "server_internal.h"
 
-#define WATCH_MS 100            /* how often the accept loop looks at the stop flag */
+#define ACCEPT_POLL_MS 100      /* how often the accept loop looks at the stop flag */
 #define LINGER_MS 500           /* how long a closing connection drains what the client still sends */
 
 /* ---- configuration and flags ------------------------------------------------------------ */
@@ -204,7 +204,7 @@ static void *accept_main(void *arg) {
     Server *s = arg;
     while (!atomic_load(&s->stopping)) {
         struct pollfd p = {.fd = s->listen_fd, .events = POLLIN};
-        if (poll(&p, 1, WATCH_MS) <= 0) continue;
+        if (poll(&p, 1, ACCEPT_POLL_MS) <= 0) continue;
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) usleep(10000); /* out of descriptors: let some close */
