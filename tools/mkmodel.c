@@ -4,6 +4,7 @@
  *           [--heads N] [--kv-heads N] [--head-dim N] [--ffn N] [--vocab N]
  *           [--ctx N] [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m]
  *           [--untied] [--seed N] -o out.gguf
+ *   mkmodel ... --print-size    prints the file's size in bytes and writes nothing
  *
  * The file looks like a real Qwen3 GGUF (same keys, types and tensor names) so
  * the engine can be built and tested without downloading anything. Three parts:
@@ -859,6 +860,7 @@ typedef struct {
     Shape shape;
     const TypeOpt *type;
     bool untied;
+    bool print_size;  /* --print-size: only say how many bytes the file takes */
     uint64_t seed;
     const char *out;
 } Options;
@@ -868,8 +870,9 @@ static void usage(FILE *f) {
             "usage: mkmodel [--preset tiny|small|medium|qwen3-0.6b] [--layers N] [--hidden N]\n"
             "               [--heads N] [--kv-heads N] [--head-dim N] [--ffn N] [--vocab N]\n"
             "               [--ctx N] [--type f32|f16|bf16|q8_0|q4_0|q4_k|q6_k|q4_k_m]\n"
-            "               [--untied] [--seed N] -o out.gguf\n"
+            "               [--untied] [--seed N] -o out.gguf | --print-size\n"
             "Writes a Qwen3 GGUF with deterministic weights; flags override the preset\n"
+            "(--print-size: print the file's size in bytes, write nothing)\n"
             "(default: --preset medium --type f32 --seed %d).\n", DEFAULT_SEED);
 }
 
@@ -932,6 +935,10 @@ static int parse_flag(int argc, char **argv, int *i, Options *o, char *err) {
         o->untied = true;
         return 0;
     }
+    if (strcmp(a, "--print-size") == 0) {
+        o->print_size = true;
+        return 0;
+    }
     if (strcmp(a, "--preset") == 0) {
         ++*i;
         return 0;
@@ -971,7 +978,7 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
     if (parse_preset(argc, argv, o, err)) return 1;
     for (int i = 1; i < argc; i++)
         if (parse_flag(argc, argv, &i, o, err)) return 1;
-    if (!o->out) {
+    if (!o->out && !o->print_size) {
         err_set(err, "no output file: give -o out.gguf");
         return 1;
     }
@@ -1146,17 +1153,29 @@ static FILE *open_output(const char *out, char **tmp, char *err) {
     return f;
 }
 
-static int write_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
-    char *tmp;
-    FILE *f = open_output(o->out, &tmp, err);
-    if (!f) return 1;
-    setvbuf(f, NULL, _IOFBF, 1 << 22);
+/* The writer with the model's metadata and tensors declared; NULL with err. */
+static GgufWriter *declare_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
     GgufWriter *w = gw_new();
     add_metadata(w, o, v);
-    int rc = 0;
-    for (int i = 0; i < n && !rc; i++)
-        rc = gw_add_tensor(w, specs[i].name, specs[i].type, (uint32_t)specs[i].n_dims, specs[i].ne, err);
-    if (!rc) rc = gw_write_header(w, f, err);
+    for (int i = 0; i < n; i++)
+        if (gw_add_tensor(w, specs[i].name, specs[i].type, (uint32_t)specs[i].n_dims, specs[i].ne, err)) {
+            gw_free(w);
+            return NULL;
+        }
+    return w;
+}
+
+static int write_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
+    GgufWriter *w = declare_model(o, specs, n, v, err);
+    if (!w) return 1;
+    char *tmp;
+    FILE *f = open_output(o->out, &tmp, err);
+    if (!f) {
+        gw_free(w);
+        return 1;
+    }
+    setvbuf(f, NULL, _IOFBF, 1 << 22);
+    int rc = gw_write_header(w, f, err);
     Plan plan = plan_make(&o->shape, o->seed);
     for (int i = 0; i < n && !rc; i++) rc = write_tensor(w, f, &plan, o->seed, &specs[i], err);
     if (!rc) rc = gw_finish(w, f, err);
@@ -1199,6 +1218,15 @@ int main(int argc, char **argv) {
     double t0 = time_now_ms();
     Vocab v;
     build_vocab(&v, o.shape.vocab);
+    if (o.print_size) {
+        GgufWriter *w = declare_model(&o, specs, n, &v, err);
+        if (w) printf("%llu\n", (unsigned long long)gw_file_size(w));
+        else fprintf(stderr, "mkmodel: %s\n", err);
+        gw_free(w);
+        vocab_free(&v);
+        free(specs);
+        return w ? 0 : 1;
+    }
     int rc = write_model(&o, specs, n, &v, err);
     if (rc) {
         fprintf(stderr, "mkmodel: %s\n", err);
