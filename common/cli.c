@@ -35,6 +35,8 @@ void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
     fprintf(f, "  --json             print one JSON object with the text and metrics at the end\n");
     fprintf(f, "  --quiet            print only the metrics block (no text, no step table)\n");
     fprintf(f, "  --logits F         write every step's logits to F (float32 rows, little-endian)\n");
+    fprintf(f, "  --check-finite     check every matmul and attention for NaN/Inf; on non-finite\n");
+    fprintf(f, "                     logits, name the first layer and buffer that went bad (slower)\n");
     fprintf(f, "  --help             this text\n");
     fprintf(f, "\ndefaults: prompt \"%s\", max_new_tokens %d\n", DEFAULT_PROMPT, DEFAULT_MAX_NEW);
 }
@@ -108,6 +110,7 @@ int cli_parse(GenOptions *o, int argc, char **argv, const char *const *kv_modes,
         else if (strcmp(a, "--ignore-eos") == 0) o->ignore_eos = true;
         else if (strcmp(a, "--json") == 0) o->json = o->quiet = true;
         else if (strcmp(a, "--quiet") == 0) o->quiet = true;
+        else if (strcmp(a, "--check-finite") == 0) o->check_finite = true;
         else if (a[0] == '-' && a[1] != '\0') {
             err_set(err, "unknown option '%s' (see --help)", a);
             return -1;

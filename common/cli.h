@@ -21,6 +21,7 @@ typedef struct {
     const char *logits_path;  /* --logits: every step's logits as float32 rows */
     const char *kv;           /* --kv mode, NULL when not given */
     int ctx;                  /* --ctx cap on the sequence length, 0 = the model's */
+    bool check_finite;        /* --check-finite: find the first NaN/Inf activation */
 } GenOptions;
 
 /* kv_modes: NULL-terminated list of the chapter's cache kinds (the first is
