@@ -159,7 +159,7 @@ static const char *const CORPUS[] = {
     "found its own clever answer to the problem of staying alive.\n",
 };
 
-/* ==== byte-level alphabet (fact sheet 5.3) ================================== */
+/* ==== byte-level alphabet (book/appendix-gguf.md A.4.2) ===================== */
 
 /* GPT-2's bytes_to_unicode: printable bytes keep their code point, the other
  * 68 take U+0100, U+0101, ... in increasing byte order. */
@@ -196,7 +196,7 @@ static void byte_token_order(int order[256]) {
     }
 }
 
-/* ==== pre-tokenizer (qwen2 rules of fact sheet 5.4, ASCII only) ============ */
+/* ==== pre-tokenizer (qwen2 rules of book/appendix-gguf.md A.4.3, ASCII only) */
 
 static bool ch_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static bool ch_digit(char c) { return c >= '0' && c <= '9'; }
@@ -829,7 +829,7 @@ typedef struct {
     const char *name;
     DType base;
     uint32_t file_type; /* general.file_type (LlamaFileType) */
-    bool k_mix;         /* the Q4_K_M mix (fact sheet 2.6) */
+    bool k_mix;         /* the Q4_K_M mix (book/appendix-gguf.md A.3.7) */
 } TypeOpt;
 
 static const TypeOpt TYPE_OPTS[] = {

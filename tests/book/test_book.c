@@ -149,3 +149,28 @@ TEST(book_tables_about_the_code_are_computed) {
     free(out);
     free(list);
 }
+
+/* Code cites the book's appendix by section ("book/appendix-gguf.md A.3.5"):
+ * every cited section exists, and nothing cites documents outside the project. */
+TEST(book_appendix_sections_cited_by_the_code_exist) {
+    char *cites, *outside;
+    int rc = run("grep -rhoE 'appendix-gguf.md,? \\(?A\\.[0-9]+(\\.[0-9]+)*' common chapters tools tests "
+                 "--include=*.c --include=*.h --include=*.py --include=*.md | grep -oE 'A\\.[0-9]+(\\.[0-9]+)*' | "
+                 "sort -u",
+                 &cites);
+    CHECK_MSG(rc == 0 && *cites, "no citation of book/appendix-gguf.md found:\n%s", cites);
+    int n = 0;
+    for (char *s = strtok(cites, "\n"); s; s = strtok(NULL, "\n"), n++) {
+        char cmd[256], *out;
+        snprintf(cmd, sizeof cmd, "grep -qE '^#+ %s ' book/appendix-gguf.md", s);
+        CHECK_MSG(run(cmd, &out) == 0, "the code cites section %s of book/appendix-gguf.md, which has none", s);
+        free(out);
+    }
+    CHECK(n >= 5);
+    free(cites);
+    rc = run("grep -rniE 'fact[ ]sheet|facts[ ](section|§)|qwen3-gguf[-]facts' common chapters tools tests book "
+             "README.md --include=*.c --include=*.h --include=*.py --include=*.md",
+             &outside);
+    CHECK_MSG(rc == 1, "cites a document that is not in the project (cite book/appendix-gguf.md):\n%s", outside);
+    free(outside);
+}

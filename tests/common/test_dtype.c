@@ -1,6 +1,6 @@
 /* test_dtype.c: element types (common/dtype.c). Every quantized block here is
  * built byte by byte and every expected value comes from the format's formula
- * (GGUF fact sheet section 2) written out again in the test. */
+ * (book/appendix-gguf.md A.3) written out again in the test. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
