@@ -174,3 +174,25 @@ TEST(book_appendix_sections_cited_by_the_code_exist) {
     CHECK_MSG(rc == 1, "cites a document that is not in the project (cite book/appendix-gguf.md):\n%s", outside);
     free(outside);
 }
+
+/* The README's layout section names every top-level entry of the repository
+ * and every part of tests/. */
+TEST(book_readme_layout_is_complete) {
+    char *readme, *entries;
+    int rc = run("sed -n '/^## Layout/,/^## /p' README.md", &readme);
+    CHECK_MSG(rc == 0 && strstr(readme, "## Layout"), "README.md has no Layout section");
+    rc = run("ls -A | grep -vx -e .git -e build -e exercises -e .gitignore; ls tests | sed 's|$|/|'", &entries);
+    CHECK(rc == 0);
+    int n = 0;
+    for (char *e = strtok(entries, "\n"); e; e = strtok(NULL, "\n"), n++) {
+        char bare[256];
+        snprintf(bare, sizeof bare, "%s", e);
+        size_t len = strlen(bare);
+        if (len > 1 && bare[len - 1] == '/') bare[len - 1] = 0; /* tests/ entries: with or without the slash */
+        if (strcmp(bare, "harness.c") == 0 || strcmp(bare, "harness.h") == 0) snprintf(bare, sizeof bare, "harness");
+        CHECK_MSG(strstr(readme, bare) != NULL, "README.md's Layout section does not mention '%s'", e);
+    }
+    CHECK(n >= 10);
+    free(readme);
+    free(entries);
+}
