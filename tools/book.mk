@@ -7,12 +7,13 @@
 #>                                             students' edition in build/book-student/, exercises as stubs
 #> make book-links                             refresh the book's include links (file and lines) after
 #>                                             the code moved; make test fails while one is stale
+#> make book-coverage                          only the coverage runs whose figures the book shows
 #> make book-setup                             installs pandoc (as root)
 
+STUDENT       ?=
+BOOK_COVERAGE ?= 1
 BOOK_MD       := $(sort $(wildcard book/*.md))
 BOOK_OUT      := $(BUILD)/$(if $(filter 1,$(STUDENT)),book-student,book)
-BOOK_COVERAGE ?= 1
-STUDENT       ?=
 BOOKPP_SRC    := tools/book/bookpp.c tools/chapters/cfuncs.c tools/chapters/chapfs.c \
 	tools/exercises/markers.c tools/exercises/stub.c
 # Chapters whose coverage the book reports: those with exercises.
