@@ -35,6 +35,18 @@ static int count(const char *text, const char *what) {
     return n;
 }
 
+/* A markdown file with text in the scratch directory; returns its path. */
+static const char *scratch_md(const char *name, const char *text) {
+    const char *path = test_tmp_path(name);
+    FILE *f = fopen(path, "w");
+    CHECK_MSG(f != NULL, "cannot write %s", path);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return path;
+}
+
 static const char *bookpp(void) {
     static char path[512];
     snprintf(path, sizeof path, "%s/tools/bookpp", test_build_dir());
@@ -51,13 +63,9 @@ TEST(book_include_links_resolve_and_are_current) {
 
 /* --check catches a stale link and the old @include form, and --update fixes both. */
 TEST(book_links_are_updated_when_the_code_moves) {
-    const char *md = test_tmp_path("moved.md");
-    FILE *f = fopen(md, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fprintf(f, "# A page\n\n[`forward` in chapters/II.1/forward.c, lines 1-2](../chapters/II.1/forward.c#L1-L2)\n\n"
-               "@include chapters/II.1/forward.c mlp_block\n");
-    fclose(f);
+    const char *md = scratch_md("moved.md", "# A page\n\n[`forward` in chapters/II.1/forward.c, lines 1-2]"
+                                            "(../chapters/II.1/forward.c#L1-L2)\n\n"
+                                            "@include chapters/II.1/forward.c mlp_block\n");
     char cmd[4096], *out;
     snprintf(cmd, sizeof cmd, "%s --check '%s'", bookpp(), md);
     int rc = run(cmd, &out);
@@ -105,12 +113,9 @@ TEST(book_rendered_links_point_at_the_pages) {
     CHECK_MSG(strstr(out, "](performance.html)") && strstr(out, "](instructors.html)") && !strstr(out, "](book/"),
               "README.md rendered:\n%s", out);
     free(out);
-    const char *md = test_tmp_path("links.md"); /* in build/tmp/test-PID/: three levels down */
-    FILE *f = fopen(md, "w");
-    if (f) {
-        fputs("[a](../../../README.md#layout) [b](../../../tools/train/README.md) [c](https://example.org/x.md)\n", f);
-        fclose(f);
-    }
+    const char *md = scratch_md("links.md", /* in build/tmp/test-PID/: three levels down */
+                                "[a](../../../README.md#layout) [b](../../../tools/train/README.md) "
+                                "[c](https://example.org/x.md)\n");
     snprintf(cmd, sizeof cmd, "%s --html ../.. '%s'", bookpp(), md);
     rc = run(cmd, &out);
     CHECK_MSG(rc == 0 && strstr(out, "[a](index.html#layout) [b](../../tools/train/README.md) "
@@ -131,12 +136,7 @@ TEST(book_tables_about_the_code_are_computed) {
              test_build_dir());
     int rc = run(cmd, &list);
     CHECK_MSG(rc == 0 && *list, "%s:\n%s", cmd, list);
-    const char *md = test_tmp_path("tables.md");
-    FILE *f = fopen(md, "w");
-    if (f) {
-        fputs("<!-- @exercises -->\n<!-- @code-lines -->\n", f);
-        fclose(f);
-    }
+    const char *md = scratch_md("tables.md", "<!-- @exercises -->\n<!-- @code-lines -->\n");
     snprintf(cmd, sizeof cmd, "%s '%s'", bookpp(), md);
     rc = run(cmd, &out);
     CHECK_MSG(rc == 0 && !strstr(out, "@exercises") && strstr(out, "| `chapters/II.1` |") && strstr(out, "| `common` |"),
