@@ -31,8 +31,10 @@ book-setup:
 book-links: $(BUILD)/tools/bookpp
 	@$(BUILD)/tools/bookpp --update README.md $(BOOK_MD)
 
-# What `make chapter=X coverage` prints, for the book's coverage table.
-book-coverage:
+# What `make chapter=X coverage` prints, for the book's coverage table. The test
+# models (and mkmodel, and common/) are made here first, so that the sub-makes never
+# build them while this make does (with -j they would race).
+book-coverage: $(TEST_MODELS)
 	@mkdir -p $(BOOK_OUT)
 	@for c in $(BOOK_CHAPTERS); do echo "book: coverage of chapter $$c"; \
 	  $(MAKE) -s --no-print-directory chapter=$$c coverage >$(BOOK_OUT)/coverage-$$c.txt 2>&1 || \
