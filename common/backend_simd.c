@@ -17,7 +17,7 @@
 #include <immintrin.h>
 #endif
 
-/* The 6-bit scale and min of sub-block j of a Q4_K super-block (book/appendix-gguf.md A.3.4). */
+/* The 6-bit scale and min of sub-block j of a Q4_K super-block (book/appendix-gguf.md A.3.3). */
 static inline void simd_scale_min_k4(int j, const uint8_t *s, int *sc, int *mn) {
     if (j < 4) {
         *sc = s[j] & 63;

@@ -345,7 +345,7 @@ INLINE void K(decode_q32)(DType t, const uint8_t *row, int c, int nb, K(WChunk) 
 #endif
 }
 
-/* Q6_K (book/appendix-gguf.md A.3.5): block b = 4h + r (r = 0..3) of a super-block takes the low
+/* Q6_K (book/appendix-gguf.md A.3.4): block b = 4h + r (r = 0..3) of a super-block takes the low
  * (r < 2) or high nibbles of ql[64h + 32(r & 1) ..][32] and bits 2r, 2r + 1 of
  * qh[32h ..][32]; its lanes 0-3 and 4-7 have scales sc[2b] and sc[2b + 1]. */
 INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {

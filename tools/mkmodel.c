@@ -829,7 +829,7 @@ typedef struct {
     const char *name;
     DType base;
     uint32_t file_type; /* general.file_type (LlamaFileType) */
-    bool k_mix;         /* the Q4_K_M mix (book/appendix-gguf.md A.3.7) */
+    bool k_mix;         /* the Q4_K_M mix (book/appendix-gguf.md A.3.8) */
 } TypeOpt;
 
 static const TypeOpt TYPE_OPTS[] = {
