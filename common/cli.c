@@ -49,7 +49,7 @@ void cli_usage(FILE *f, const char *prog, const char *const *kv_modes) {
     cli_usage_extra(f, prog, kv_modes, NULL);
 }
 
-static int parse_int(const char *s, const char *what, int min, int max, int *out, char *err) {
+int cli_parse_int(const char *s, const char *what, int min, int max, int *out, char *err) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -116,10 +116,10 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
         } else if (strcmp(a, "--backend") == 0) {
             if (!(o->backend = need_value(argc, argv, &i, err))) return -1;
         } else if (strcmp(a, "--threads") == 0) {
-            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--threads", 1, 1024, &o->threads, err))
+            if (!(v = need_value(argc, argv, &i, err)) || cli_parse_int(v, "--threads", 1, 1024, &o->threads, err))
                 return -1;
         } else if (strcmp(a, "--ctx") == 0) {
-            if (!(v = need_value(argc, argv, &i, err)) || parse_int(v, "--ctx", 1, INT_MAX, &o->ctx, err)) return -1;
+            if (!(v = need_value(argc, argv, &i, err)) || cli_parse_int(v, "--ctx", 1, INT_MAX, &o->ctx, err)) return -1;
         } else if (strcmp(a, "--prompt-file") == 0) {
             if (!(o->prompt_file = need_value(argc, argv, &i, err))) return -1;
         } else if (strcmp(a, "--logits") == 0) {
@@ -154,7 +154,7 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
     }
     if (n_pos >= 2 && n_prompt_args) o->prompt = pos[1];
     if (n_pos == 2 + n_prompt_args &&
-        parse_int(pos[1 + n_prompt_args], "max_new_tokens", 0, INT_MAX, &o->max_new_tokens, err))
+        cli_parse_int(pos[1 + n_prompt_args], "max_new_tokens", 0, INT_MAX, &o->max_new_tokens, err))
         return -1;
     if (!o->prompt && !o->prompt_file) o->prompt = DEFAULT_PROMPT;
     return 0;

@@ -50,4 +50,8 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
                     char *err);
 void cli_usage_extra(FILE *f, const char *prog, const char *const *kv_modes, const CliExtra *extra);
 
+/* An integer option's value s in [min, max]: 0, or -1 with err naming the
+ * option (what) and the range. Shared by every program's flags. */
+int cli_parse_int(const char *s, const char *what, int min, int max, int *out, char *err);
+
 #endif

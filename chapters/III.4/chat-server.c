@@ -1,0 +1,151 @@
+/* chat-server (chapter III.4): an OpenAI-compatible HTTP server. The HTTP
+ * side is common/server.c; this chapter's engine (serve.c) runs one request
+ * at a time from a bounded queue, each on a cache from the paged pool. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "kv_cache.h"
+#include "qwen3.h"
+#include "serve.h"
+#include "server.h"
+#include "tokenizer.h"
+
+#define DEFAULT_QUEUE 8
+
+typedef struct {
+    const char *model_path;
+    const char *backend;
+    int threads, ctx, queue;
+    KvFlags kv;
+    ServerConfig server;
+} Options;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: chat-server [options] <model.gguf>\n\n");
+    fprintf(f, "An OpenAI-compatible chat server: POST /v1/chat/completions (streamed or not),\n");
+    fprintf(f, "POST /v1/completions, GET /v1/models, /health, /metrics (Prometheus), /v1/kv (the KV pool).\n");
+    fprintf(f, "This chapter runs one request at a time; others wait in a bounded queue.\n\n");
+    fprintf(f, "options:\n");
+    server_flags_usage(f);
+    fprintf(f, "  --queue N              requests that may wait while one runs (default %d); past it 503\n", DEFAULT_QUEUE);
+    fprintf(f, "  --ctx N                cap on prompt + generated tokens (default: the model's context)\n");
+    kv_flags_usage(f);
+    fprintf(f, "  --backend NAME         %s (default: the fastest available)\n", backend_names());
+    fprintf(f, "  --threads N            threads of the parallel backend (default: one per core)\n");
+    fprintf(f, "  --help                 this text\n");
+    fprintf(f, "\nexample:\n  chat-server --bind 127.0.0.1:8080 model.gguf &\n");
+    fprintf(f, "  curl http://127.0.0.1:8080/v1/chat/completions -H 'Content-Type: application/json' \\\n");
+    fprintf(f, "       -d '{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"max_tokens\":32}'\n");
+}
+
+/* 0, 1 after --help, -1 with err. */
+static int parse_args(Options *o, int argc, char **argv, char *err) {
+    memset(o, 0, sizeof *o);
+    o->queue = DEFAULT_QUEUE;
+    server_config_default(&o->server);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int rc;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1;
+        if ((rc = server_flags_parse(&o->server, argc, argv, &i, err)) != 0 ||
+            (rc = kv_flags_parse(&o->kv, argc, argv, &i, err)) != 0) {
+            if (rc < 0) return -1;
+            continue;
+        }
+        bool has_value = i + 1 < argc;
+        if (strcmp(a, "--queue") == 0 && has_value) {
+            if (cli_parse_int(argv[++i], a, 0, 1000000, &o->queue, err)) return -1;
+        } else if (strcmp(a, "--ctx") == 0 && has_value) {
+            if (cli_parse_int(argv[++i], a, 2, 1 << 30, &o->ctx, err)) return -1;
+        } else if (strcmp(a, "--threads") == 0 && has_value) {
+            if (cli_parse_int(argv[++i], a, 1, 1024, &o->threads, err)) return -1;
+        } else if (strcmp(a, "--backend") == 0 && has_value) {
+            o->backend = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            bool known = !strcmp(a, "--queue") || !strcmp(a, "--ctx") || !strcmp(a, "--threads") || !strcmp(a, "--backend");
+            if (known) err_set(err, "option %s needs a value", a);
+            else err_set(err, "unknown option '%s' (see --help)", a);
+            return -1;
+        } else if (!o->model_path) {
+            o->model_path = a;
+        } else {
+            err_set(err, "one model file only: '%s' is extra (see --help)", a);
+            return -1;
+        }
+    }
+    if (!o->model_path) {
+        err_set(err, "missing the model file (see --help)");
+        return -1;
+    }
+    return 0;
+}
+
+/* The model's name for /v1/models: the file name without directory and ".gguf". */
+static char *model_name(const char *path) {
+    const char *base = strrchr(path, '/');
+    char *name = xstrdup(base ? base + 1 : path);
+    size_t n = strlen(name);
+    if (n > 5 && strcmp(name + n - 5, ".gguf") == 0) name[n - 5] = '\0';
+    return name;
+}
+
+typedef struct {
+    Qwen3Model model;
+    Tokenizer *tok;
+    Backend *be;
+    KvPool *pool;
+    Engine *engine;
+    char *name;
+} Loaded;
+
+static int load(Loaded *l, Options *o, char *err) {
+    memset(l, 0, sizeof *l);
+    char inner[ERR_MAX];
+    if (!(l->be = backend_create(o->backend, o->threads, err)) || qwen3_load(&l->model, o->model_path, err) != 0) return -1;
+    if (!(l->tok = tokenizer_load(&l->model.file, inner))) {
+        err_set(err, "%s: %s", o->model_path, inner);
+        return -1;
+    }
+    int ctx = l->model.cfg.ctx_len;
+    if (o->ctx > 0 && o->ctx < ctx) ctx = o->ctx;
+    l->pool = kv_flags_make_pool(&o->kv, &l->model.cfg, ctx, err);
+    if (!l->pool && err[0]) return -1;
+    if (l->pool) kv_pool_report(l->pool, stderr);
+    ServeConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],
+                      .pool = l->pool, .ctx = ctx, .queue = o->queue};
+    if (!(l->engine = serve_engine_create(&sc, err))) return -1;
+    if (strcmp(o->server.model_name, "model") == 0) o->server.model_name = l->name = model_name(o->model_path);
+    o->server.tok = l->tok;
+    o->server.vocab_size = tokenizer_vocab_size(l->tok);
+    o->server.ctx = ctx;
+    return 0;
+}
+
+static void unload(Loaded *l) {
+    if (l->engine) l->engine->destroy(l->engine);
+    kv_pool_free(l->pool);
+    tokenizer_free(l->tok);
+    qwen3_free(&l->model);
+    backend_free(l->be);
+    free(l->name);
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    Loaded l = {0};
+    char err[ERR_MAX] = "";
+    int rc = parse_args(&o, argc, argv, err);
+    if (rc == 1) {
+        usage(stdout);
+        return 0;
+    }
+    if (rc == 0) rc = load(&l, &o, err);
+    if (rc == 0) rc = server_run(&o.server, l.engine, err);
+    unload(&l);
+    if (rc == 0) return 0;
+    fprintf(stderr, "chat-server: %s\n", err);
+    return 1;
+}

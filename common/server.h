@@ -1,0 +1,191 @@
+/* server.h: chat-server's OpenAI-compatible HTTP server, and the interface
+ * between it and the engine that runs the requests.
+ *
+ * The HTTP side is the same in every chapter: it reads requests (http.h),
+ * checks them, turns chat messages or a prompt into tokens, and writes
+ * responses, streamed as Server-Sent Events or whole. How requests are run
+ * is the chapter's lesson: III.4 runs one at a time from a bounded queue,
+ * III.7 many at once in slots with a scheduler. Both are an Engine.
+ *
+ *   connection thread                          engine thread(s)
+ *   -----------------                          ----------------
+ *   r = gen_request_create(...)
+ *   engine->submit(engine, r)  ------------->  gen_begin(r)
+ *                                              prefill; gen_prefill_done(r, cached)
+ *   gen_next(r) <- a piece of text  <-------   gen_push_token(r, token, logits)  (each step)
+ *   ...writes it to the client...              ...until it returns true, or
+ *   client gone? gen_cancel(r)  ---------->    gen_cancelled(r) (checked every step)
+ *   gen_next(r) == -1: ended   <-----------    gen_finish(r) or gen_fail(r, status, msg)
+ *   gen_request_free(r)
+ *
+ * The engine never touches a socket and never waits on a client: everything
+ * it reports lands in the request under the request's own lock, and the
+ * connection thread writes it out at the client's pace. So one engine thread
+ * can drive any number of requests at once. */
+#ifndef SERVER_H
+#define SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "http.h"
+#include "sampling.h"
+#include "tokenizer.h"
+#include "util.h"
+
+/* ---- a generation request ------------------------------------------------------- */
+
+typedef struct GenRequest GenRequest;
+
+/* What a request asks for. The engine reads it (gen_input) and never changes it. */
+typedef struct {
+    const int32_t *prompt;   /* [n_prompt] token ids */
+    int n_prompt;
+    int max_tokens;          /* tokens to generate at most (>= 1); -1: until the room runs out */
+    SamplerParams sampling;
+    int top_logprobs;        /* -1: no logprobs; k >= 0: the chosen token's and the k best (k <= GEN_MAX_TOP_LOGPROBS) */
+    char id[48];             /* "chatcmpl-...": names the request in logs and debug views */
+} GenInput;
+
+#define GEN_MAX_TOP_LOGPROBS 20
+
+/* Log-probabilities of one generated token, when the request asked for them. */
+typedef struct {
+    int32_t token;
+    float logprob;                        /* log-softmax of the raw logits */
+    int n_top;
+    int32_t top[GEN_MAX_TOP_LOGPROBS];    /* the most likely tokens, best first */
+    float top_logprob[GEN_MAX_TOP_LOGPROBS];
+} GenLogprob;
+
+/* One step's output as the client sees it. */
+typedef struct {
+    Buf text;          /* new reply text: complete UTF-8 characters, stop strings removed (may be empty) */
+    GenLogprob *lp;    /* [n_lp] the tokens this piece covers (0 or 1 of them) */
+    int n_lp;
+} GenPiece;
+
+void gen_piece_free(GenPiece *p);
+
+/* How a request ended. */
+typedef struct {
+    const char *finish_reason;  /* "stop" (end-of-generation token or stop string), "length" */
+    int status;                 /* 0, or the HTTP status of a failure (then message says why) */
+    char message[ERR_MAX];
+    bool cancelled;             /* the client went away */
+    int n_prompt, n_cached;     /* prompt tokens; how many came from a prefix cache */
+    int n_generated;            /* tokens the engine chose (the end-of-generation one included) */
+    double t_submit, t_begin, t_prefill, t_first, t_last; /* time_now_ms(); 0 if it never happened */
+    double *token_times;        /* [n_generated] when each token was pushed */
+} GenResult;
+
+/* A request for in (the prompt is copied). tok detokenizes the chosen tokens
+ * and knows the end-of-generation ones; stop[0..n_stop) are the stop strings. */
+GenRequest *gen_request_create(const GenInput *in, const Tokenizer *tok, const char *const *stop, int n_stop);
+/* Only when the request never went to an engine, or after gen_next returned -1. */
+void gen_request_free(GenRequest *r);
+
+/* ---- the engine's side: called from the engine's thread(s) ----
+ * One request's calls come from one thread at a time (the detokenizing
+ * state is not locked); different requests may be driven by different
+ * threads, or all by one. */
+
+const GenInput *gen_input(const GenRequest *r);
+/* The engine starts working on r (it leaves the queue). */
+void gen_begin(GenRequest *r);
+/* The prompt has been read; n_cached of its tokens were not computed again (III.7's prefix cache; 0 in III.4). */
+void gen_prefill_done(GenRequest *r, int n_cached);
+/* A chosen token, with the logits it was chosen from ([vocab_size], for
+ * logprobs). The request detokenizes it, streaming UTF-8, applies the stop
+ * strings, max_tokens and end-of-generation. Returns true when r wants no
+ * more tokens (it ended itself, or was cancelled). */
+bool gen_push_token(GenRequest *r, int32_t token, const float *logits);
+/* The client went away or the server is stopping: stop working on r, give
+ * back what it holds, and finish it. Check it every step. */
+bool gen_cancelled(const GenRequest *r);
+/* The engine is done with r and never touches it again. If r had not ended
+ * itself (gen_push_token never returned true) the engine ran out of room for
+ * it (context or KV blocks): finish_reason "length". */
+void gen_finish(GenRequest *r);
+/* The same, but r failed: the client gets status (400, 503, ...) and message. */
+void gen_fail(GenRequest *r, int status, const char *message);
+
+/* ---- the client's side: the connection thread, or a test ---- */
+
+/* Waits up to timeout_ms for the next piece. 1: *piece filled (free it with
+ * gen_piece_free); 0: nothing yet; -1: the request has ended and every piece
+ * was taken (then see gen_result). */
+int gen_next(GenRequest *r, GenPiece *piece, int timeout_ms);
+/* Asks the engine to stop (the client disconnected). gen_next still ends with -1. */
+void gen_cancel(GenRequest *r);
+/* Valid once gen_next has returned -1. */
+const GenResult *gen_result(const GenRequest *r);
+
+/* ---- the engine --------------------------------------------------------------------- */
+
+typedef struct {
+    int running;            /* requests being generated */
+    int waiting;            /* requests queued */
+    int kv_blocks_used;     /* KV cache blocks in use, and in the pool (0, 0 without a pool) */
+    int kv_blocks_total;
+} EngineStats;
+
+/* Every function may be called from many connection threads at once. */
+typedef struct Engine Engine;
+struct Engine {
+    const char *name;
+    /* Takes r to run; never blocks on generation. 0: accepted, and the
+     * engine will call gen_finish or gen_fail on it exactly once. Otherwise
+     * the HTTP status to answer with (503 queue full or shutting down, 400 a
+     * request that can never fit) and err: r was not taken. */
+    int (*submit)(Engine *e, GenRequest *r, char *err);
+    void (*stats)(Engine *e, EngineStats *s);
+    /* Appends the JSON of a debug view ("kv": the KV pool map, "slots": III.7's
+     * slots); -1 if the engine has no such view. */
+    int (*debug_json)(Engine *e, const char *view, Buf *out);
+    /* Stops taking requests, fails every queued and running one with 503
+     * "the server is shutting down" and returns when the engine is idle. */
+    void (*shutdown)(Engine *e);
+    void (*destroy)(Engine *e);
+    void *impl;
+};
+
+/* ---- the server ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *bind;          /* "HOST:PORT"; port 0 picks a free one (printed at start) */
+    const char *api_key;       /* NULL: no key; else every route but /health needs "Authorization: Bearer KEY" */
+    const char *model_name;    /* the model id /v1/models lists and responses carry */
+    int max_connections;       /* open connections at once; past it a new one gets 503 and is closed */
+    HttpLimits http;           /* sizes and --timeout */
+    bool quiet;                /* no log line per request */
+    const Tokenizer *tok;      /* the model's: prompts in, text out */
+    int vocab_size;
+    int ctx;                   /* the longest sequence, prompt + generated, in tokens */
+} ServerConfig;
+
+/* The defaults: 127.0.0.1:8080, no key, 64 connections, http_limits_default(). */
+void server_config_default(ServerConfig *c);
+/* Takes argv[*i] if it is a server flag (--bind, --api-key, --max-connections,
+ * --timeout, --max-body, --model-name, --quiet): 1 with *i past its value, 0 if
+ * it is not one, -1 with err if its value is wrong. */
+int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err);
+void server_flags_usage(FILE *out);
+
+typedef struct Server Server;
+
+/* Binds and starts answering in background threads; NULL with err if it
+ * cannot listen. */
+Server *server_start(const ServerConfig *c, Engine *e, char *err);
+int server_port(const Server *s);
+/* Stops: no new connections, the engine shut down (what runs is failed
+ * with 503), every connection closed; then frees s. */
+void server_stop(Server *s);
+
+/* The whole of chat-server's serving: start, print where it listens, run
+ * until SIGINT or SIGTERM, stop. Returns 0 after a clean stop, -1 with err if
+ * it could not listen. */
+int server_run(const ServerConfig *c, Engine *e, char *err);
+
+#endif

@@ -1,0 +1,58 @@
+# chat-server's end-to-end tests (included by the Makefile): build/tests/server
+# starts each chapter's chat-server on a free port of 127.0.0.1 and talks to
+# it over real sockets, in C and through the official `openai` npm client.
+# make test runs them with the rest.
+#> make server-test-deps                       the openai npm client for the server tests, in build/node
+#>                                             (npm installed from Debian as root if missing)
+#> make memcheck-server                        the server's parsers and a chat-server under valgrind (part of
+#>                                             make memcheck)
+
+# The chapters that have a chat-server; the test binary drives each.
+SERVER_CHAPTERS = $(foreach c,$(CHAPTERS),$(if $(wildcard chapters/$(c)/chat-server.c),$(c)))
+
+# A wider model than the default one, so that on one scalar thread a request
+# takes long enough for a test to act while it runs (a queue, a disconnect).
+SERVER_SLOW_MODEL = $(BUILD)/models/server-slow.gguf
+$(BUILD)/models/server-slow.gguf: $(BUILD)/tools/mkmodel
+	@mkdir -p $(dir $@)
+	$(BUILD)/tools/mkmodel --layers 4 --hidden 512 --heads 8 --kv-heads 4 --head-dim 64 --ffn 2048 --ctx 512 \
+	  --type f32 -o $@
+
+# The official client, from the npm registry: openai 6 on Node.js 20 and
+# later, openai 5 on Node.js 18 (Debian 12's). make test installs it when npm
+# is there, and otherwise the node test says so and is skipped; make
+# server-test-deps (which CI runs) also installs npm, and fails if it cannot.
+NODE_OPENAI = $(BUILD)/node/node_modules/openai/package.json
+NPM_INSTALL_OPENAI = mkdir -p $(BUILD)/node && \
+	major=$$(node -p 'process.versions.node.split(".")[0]') && \
+	npm install --prefix $(BUILD)/node --no-audit --no-fund --loglevel=error \
+	  openai@$$(if [ "$$major" -ge 20 ]; then echo 6; else echo 5; fi)
+$(BUILD)/node/node_modules/openai/package.json:
+	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
+	  $(NPM_INSTALL_OPENAI) || echo "server tests: 'npm install openai' failed: the openai client test will be skipped"; \
+	else echo "server tests: node or npm not found: the openai client test will be skipped (make server-test-deps)"; fi
+
+.PHONY: server-test-deps
+server-test-deps:
+	@command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 || tools/apt-install.sh server-test-deps npm
+	@test -f $(NODE_OPENAI) || { $(NPM_INSTALL_OPENAI); }
+	@test -f $(NODE_OPENAI) || { echo "make server-test-deps: the openai package did not install" >&2; exit 1; }
+
+SERVER_TEST_SRC = $(wildcard tests/server/*.c)
+$(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/harness.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -Icommon -DSERVER_CHAPTERS='"$(SERVER_CHAPTERS)"' -o $@ \
+	  $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
+
+EXTRA_TESTS += $(if $(SERVER_CHAPTERS),$(BUILD)/tests/server)
+test: $(SERVER_SLOW_MODEL) $(NODE_OPENAI)
+
+# make memcheck also runs the server's parsers, and a chat-server answering
+# the API-key test (the node client included when installed) and stopped by
+# SIGTERM, under valgrind: no invalid access, no leak, exit 0.
+.PHONY: memcheck-server
+memcheck: memcheck-server
+memcheck-server: $(BUILD)/tests/common $(BUILD)/tests/server $(ALL_PROGRAMS) $(DEFAULT_MODEL)
+	@command -v valgrind >/dev/null || tools/apt-install.sh memcheck valgrind
+	$(VALGRIND) $(BUILD)/tests/common http stop gen_request openai > /dev/null
+	SERVER_WRAPPER="$(VALGRIND)" $(BUILD)/tests/server server_api_key
