@@ -3,7 +3,7 @@
  *   bench [--build DIR] [--models DIR] [--out DIR] [--chapters "II.1 II.2"]
  *         [--types "f32 f16 bf16 q8_0 q4_0"] [--backends "simd parallel"]
  *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128] [--runs 2]
- *         [--kv-contexts "256 1024 2048"] [--kv-tokens 16]
+ *         [--kv-contexts "256 1024 2048"] [--kv-tokens 48]
  *
  * For every chapter, weight type and backend it runs the chapter's
  * model-generate on a Qwen3-0.6B-shaped model (made by mkmodel), with a prompt
@@ -21,7 +21,7 @@
  *
  * Then, when a chapter has a paged cache, the KV table: tools/kv-bench times the
  * decode step of the basic and the paged cache with each of --kv-contexts
- * positions cached (--kv-tokens steps a run, --runs + 1 runs), and attention
+ * positions cached (--kv-tokens steps of each, taking turns), and attention
  * alone, on the first type and the last backend. Writes bench.md and
  * bench.json to --out and prints the tables. */
 #include <stdio.h>
@@ -64,7 +64,7 @@ typedef struct {
 /* What the KV table was measured on. */
 typedef struct {
     char type[16], backend[16];
-    int threads, runs, n;
+    int threads, n;
     double kv_bytes_per_token, gbps;
     KvRow rows[MAX_LIST];
 } KvTable;
@@ -306,8 +306,8 @@ static bool measure_kv(const Options *o, KvTable *t, double gb1, double gbn) {
     t->threads = strcmp(t->backend, "parallel") == 0 ? o->threads : 1;
     t->gbps = t->threads == 1 ? gb1 : gbn;
     snprintf(cmd, sizeof cmd,
-             "%s --json --model %s/qwen3-0.6b-%s.gguf --backend %s --threads %d --contexts '%s' --steps %d --runs %d",
-             tool, o->models, t->type, t->backend, t->threads, contexts, o->kv_tokens, o->runs + 1);
+             "%s --json --model %s/qwen3-0.6b-%s.gguf --backend %s --threads %d --contexts '%s' --steps %d", tool,
+             o->models, t->type, t->backend, t->threads, contexts, o->kv_tokens);
     fprintf(stderr, "bench: %s\n", cmd);
     JsonValue *res = run_json(cmd);
     if (!res) {
@@ -315,7 +315,6 @@ static bool measure_kv(const Options *o, KvTable *t, double gb1, double gbn) {
         return false;
     }
     t->kv_bytes_per_token = num(res, "kv_bytes_per_token");
-    t->runs = (int)num(res, "runs");
     const JsonValue *rows = json_get(res, "contexts");
     for (size_t i = 0; rows && i < rows->n_items && t->n < MAX_LIST; i++) {
         const JsonValue *r = &rows->items[i];
@@ -330,13 +329,13 @@ static void print_kv_table(FILE *f, const KvTable *t, const Options *o) {
     fprintf(f, "\n## KV cache: a decode step by context (%s, %s, %d thread%s)\n\n", t->type, t->backend, t->threads,
             t->threads == 1 ? "" : "s");
     fprintf(f, "Per-forward ms of a decode step (tools/kv-bench, in process, the chapter's forward_extend) with N\n"
-               "positions already cached: the median of %d runs of %d steps, the kinds taking turns. Attention reads\n"
+               "positions already cached: the median of %d steps of each kind, taking turns. Attention reads\n"
                "every cached key and value at each step (%.0f KB a position: K and V of every layer, float32; read\n"
                "bandwidth %.1f GB/s), so a step grows with N by attention's own cost, timed alone in the same runs\n"
                "(one query per layer over the cache's spans: one span for basic, one a 16-position block for paged).\n"
                "The basic cache also copies its whole history into longer arrays at every step; the paged one\n"
                "writes one row into its last block. Climbs are since the first row.\n\n",
-            t->runs, o->kv_tokens, t->kv_bytes_per_token / 1e3, t->gbps);
+            o->kv_tokens, t->kv_bytes_per_token / 1e3, t->gbps);
     fprintf(f, "| context N | K/V MB | basic ms | paged ms | paged / basic | attention ms, basic | attention ms, paged "
                "| basic climb ms | paged climb ms | attention climb ms, paged |\n"
                "|---|---|---|---|---|---|---|---|---|---|\n");
@@ -351,9 +350,9 @@ static void print_kv_table(FILE *f, const KvTable *t, const Options *o) {
 }
 
 static void write_kv_json(FILE *f, const KvTable *t) {
-    fprintf(f, ",\"kv\":{\"type\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"runs\":%d,\"kv_bytes_per_token\":%.0f,"
+    fprintf(f, ",\"kv\":{\"type\":\"%s\",\"backend\":\"%s\",\"threads\":%d,\"kv_bytes_per_token\":%.0f,"
                "\"membw_gbps\":%.2f,\"contexts\":[",
-            t->type, t->backend, t->threads, t->runs, t->kv_bytes_per_token, t->gbps);
+            t->type, t->backend, t->threads, t->kv_bytes_per_token, t->gbps);
     for (int i = 0; i < t->n; i++) {
         const KvRow *r = &t->rows[i];
         fprintf(f, "%s{\"context\":%d,\"kv_mb\":%.1f,\"basic_ms\":%.2f,\"paged_ms\":%.2f,\"basic_attention_ms\":%.2f,"
@@ -394,7 +393,7 @@ static int usage(void) {
 
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
-                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16};
+                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 48};
     o->n_chapters = split("II.1 II.2", o->chapters);
     o->n_types = split("f32 f16 bf16 q8_0 q4_0", o->types);
     o->n_backends = split("simd parallel", o->backends);
