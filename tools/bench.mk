@@ -12,7 +12,7 @@
 #   BENCH_TOKENS   new tokens          (default: 64; chapters without a KV cache: 4)
 #   BENCH_RUNS     runs per figure, the best kept (default: 2)
 #   BENCH_KV_CONTEXTS contexts of the KV table (default: 256 1024 2048; empty: no table)
-#   BENCH_KV_TOKENS   decode steps of each kind at each, taking turns (default: 48; the median kept)
+#   BENCH_KV_TOKENS   decode steps per run at each (default: 16; the median over the runs kept)
 
 BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0
 BENCH_BACKENDS ?= simd parallel
@@ -20,7 +20,7 @@ BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64
 BENCH_RUNS     ?= 2
 BENCH_KV_CONTEXTS ?= 256 1024 2048
-BENCH_KV_TOKENS   ?= 48
+BENCH_KV_TOKENS   ?= 16
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
 

@@ -3,7 +3,7 @@
  *   bench [--build DIR] [--models DIR] [--out DIR] [--chapters "II.1 II.2"]
  *         [--types "f32 f16 bf16 q8_0 q4_0"] [--backends "simd parallel"]
  *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128] [--runs 2]
- *         [--kv-contexts "256 1024 2048"] [--kv-tokens 48]
+ *         [--kv-contexts "256 1024 2048"] [--kv-tokens 16]
  *
  * For every chapter, weight type and backend it runs the chapter's
  * model-generate on a Qwen3-0.6B-shaped model (made by mkmodel), with a prompt
@@ -21,9 +21,9 @@
  *
  * Then, when a chapter has a paged cache, the KV table: tools/kv-bench times the
  * decode step of the basic and the paged cache with each of --kv-contexts
- * positions cached (--kv-tokens steps of each, taking turns), and attention
- * alone, on the first type and the last backend. Writes bench.md and
- * bench.json to --out and prints the tables. */
+ * positions cached (--kv-tokens steps of each a run, --runs + 1 runs, the kinds
+ * taking turns step by step), and attention alone, on the first type and the
+ * last backend. Writes bench.md and bench.json to --out and prints the tables. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +291,11 @@ static void print_table(FILE *f, const Row *rows, int n, const Options *o, doubl
 
 /* ---- the KV table ---------------------------------------------------- */
 
+/* Decode steps kv-bench times of each kind at each context. */
+static int kv_steps(const Options *o) {
+    return o->kv_tokens * (o->runs + 1);
+}
+
 /* Runs kv-bench (built when a chapter has a paged cache) on the first type and
  * the last backend; false if there is no kv-bench or no context to measure. */
 static bool measure_kv(const Options *o, KvTable *t, double gb1, double gbn) {
@@ -307,7 +312,7 @@ static bool measure_kv(const Options *o, KvTable *t, double gb1, double gbn) {
     t->gbps = t->threads == 1 ? gb1 : gbn;
     snprintf(cmd, sizeof cmd,
              "%s --json --model %s/qwen3-0.6b-%s.gguf --backend %s --threads %d --contexts '%s' --steps %d", tool,
-             o->models, t->type, t->backend, t->threads, contexts, o->kv_tokens);
+             o->models, t->type, t->backend, t->threads, contexts, kv_steps(o));
     fprintf(stderr, "bench: %s\n", cmd);
     JsonValue *res = run_json(cmd);
     if (!res) {
@@ -335,7 +340,7 @@ static void print_kv_table(FILE *f, const KvTable *t, const Options *o) {
                "(one query per layer over the cache's spans: one span for basic, one a 16-position block for paged).\n"
                "The basic cache also copies its whole history into longer arrays at every step; the paged one\n"
                "writes one row into its last block. Climbs are since the first row.\n\n",
-            o->kv_tokens, t->kv_bytes_per_token / 1e3, t->gbps);
+            kv_steps(o), t->kv_bytes_per_token / 1e3, t->gbps);
     fprintf(f, "| context N | K/V MB | basic ms | paged ms | paged / basic | attention ms, basic | attention ms, paged "
                "| basic climb ms | paged climb ms | attention climb ms, paged |\n"
                "|---|---|---|---|---|---|---|---|---|---|\n");
@@ -393,7 +398,7 @@ static int usage(void) {
 
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
-                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 48};
+                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16};
     o->n_chapters = split("II.1 II.2", o->chapters);
     o->n_types = split("f32 f16 bf16 q8_0 q4_0", o->types);
     o->n_backends = split("simd parallel", o->backends);
