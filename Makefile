@@ -152,6 +152,8 @@ memcheck: $(ALL_PROGRAMS) $(BUILD)/tests/common $(TEST_MODELS)
 	    $(VALGRIND) $(BUILD)/$$c/model-generate $${kv:+--kv $$kv} --quiet --backend scalar $(BUILD)/models/tiny-f32.gguf "Hello, world" 6 >/dev/null; \
 	    $(VALGRIND) $(BUILD)/$$c/model-generate $${kv:+--kv $$kv} --quiet --threads 2 $(BUILD)/models/tiny-q8_0.gguf "Hello, world" 6 >/dev/null; \
 	  done; done
+	$(VALGRIND) $(BUILD)/$(lastword $(CHAPTERS))/model-generate --check-finite --quiet --threads 2 \
+	  $(BUILD)/models/tiny-f32.gguf "Hello, world" 4 >/dev/null
 	$(VALGRIND) $(BUILD)/tests/common gguf tokenizer json unicode chat cli qwen3 > /dev/null
 	@echo "memcheck: no errors"
 

@@ -39,6 +39,8 @@ void cli_usage_extra(FILE *f, const char *prog, const char *const *kv_modes, con
     fprintf(f, "  --logits F         write every step's logits to F (float32 rows, little-endian)\n");
     fprintf(f, "  --info             describe the model file (shapes, tokenizer, tensor types, ignored\n");
     fprintf(f, "                     keys, whether it runs here) and generate nothing\n");
+    fprintf(f, "  --check-finite     check every matmul and attention for NaN/Inf; on non-finite\n");
+    fprintf(f, "                     logits, name the first layer and buffer that went bad (slower)\n");
     fprintf(f, "  --help             this text\n");
     fprintf(f, "\ndefaults: prompt \"%s\", max_new_tokens %d\n", DEFAULT_PROMPT, DEFAULT_MAX_NEW);
 }
@@ -127,6 +129,7 @@ int cli_parse_extra(GenOptions *o, int argc, char **argv, const char *const *kv_
         else if (strcmp(a, "--json") == 0) o->json = o->quiet = true;
         else if (strcmp(a, "--quiet") == 0) o->quiet = true;
         else if (strcmp(a, "--info") == 0) o->info = true;
+        else if (strcmp(a, "--check-finite") == 0) o->check_finite = true;
         else if (extra && (took = extra->parse(extra->flags, argc, argv, &i, err)) != 0) {
             if (took < 0) return -1;
         } else if (a[0] == '-' && a[1] != '\0') {

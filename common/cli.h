@@ -37,6 +37,7 @@ typedef struct {
     int ctx;                  /* --ctx cap on the sequence length, 0 = the model's */
     const CliExtra *extra;    /* the chapter's own options, or NULL */
     bool info;                /* --info: print the model file's summary, generate nothing */
+    bool check_finite;        /* --check-finite: find the first NaN/Inf activation */
 } GenOptions;
 
 /* kv_modes: NULL-terminated list of the chapter's cache kinds (the first is

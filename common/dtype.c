@@ -1,6 +1,6 @@
-/* dtype.c: see dtype.h. Dequantizers follow the block layouts of the GGUF
- * fact sheet (section 2); each is the readable reference the fast kernels are
- * tested against. */
+/* dtype.c: see dtype.h. Dequantizers follow the block layouts of
+ * book/appendix-gguf.md (A.3); each is the readable reference the fast kernels
+ * are tested against. */
 #include "dtype.h"
 
 #include <string.h>

@@ -2,9 +2,11 @@
 #include "session.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "finite.h"
 #include "json.h"
 #include "model_info.h"
 
@@ -59,6 +61,7 @@ int session_open_extra(Session *s, int argc, char **argv, const char *const *kv_
     if (rc != 0) return rc;
     if (s->opt.info) return 2;
     if (!(s->be = backend_create(s->opt.backend, s->opt.threads, err))) return -1;
+    if (s->opt.check_finite) s->be = finite_backend(s->be);
     if (qwen3_load(&s->model, s->opt.model_path, err) != 0) goto fail;
     char inner[ERR_MAX];
     if (!(s->tok = tokenizer_load(&s->model.file, inner))) {
@@ -121,8 +124,23 @@ bool session_has_room(Session *s) {
     return false;
 }
 
+/* Non-finite logits (a kernel bug, broken weights) would print garbage: stop
+ * with an error naming the step, and with --check-finite where it started. */
+static bool logits_are_finite(Session *s, const float *logits) {
+    long bad = finite_first(logits, (size_t)s->model.cfg.vocab_size);
+    if (bad < 0) return true;
+    const char *first = finite_report(s->be);
+    fprintf(stderr, "model-generate: step %d: the logits are not finite (%s at token %ld); %s%s\n",
+            s->metrics.n_steps, isnan(logits[bad]) ? "NaN" : "Inf", bad,
+            first ? "it started in " : "--check-finite names the first layer and buffer that went non-finite",
+            first ? first : "");
+    s->stop_reason = "error";
+    return false;
+}
+
 bool session_push(Session *s, int32_t token, float prob, Phase phase, int rows, double forward_ms,
                   const float *logits) {
+    if (!logits_are_finite(s, logits)) return true;
     int cap = tokenizer_max_token_bytes(s->tok) + 1;
     char *piece = xmalloc((size_t)cap);
     int n = tokenizer_token_bytes(s->tok, token, false, piece, cap);

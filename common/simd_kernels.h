@@ -362,7 +362,7 @@ INLINE int K(q32_codes)(DType t) { return t == DT_Q4_1 ? 4 : t == DT_Q5_0 ? 6 : 
 INLINE int K(q32_fifth)(DType t) { return t == DT_Q5_1 ? 4 : 2; }
 
 /* One 32-element block as bytes: Q8_0 and IQ4_NL signed weights, the other
- * types their unsigned codes (facts §2.3). */
+ * types their unsigned codes (book/appendix-gguf.md A.3.2). */
 INLINE __m256i K(q32_block)(DType t, const uint8_t *b) {
     if (t == DT_Q8_0) return _mm256_loadu_si256((const __m256i *)(b + 2));
     __m256i q = K(nibbles)(b + K(q32_codes)(t));
@@ -439,7 +439,7 @@ INLINE void K(decode_q32)(DType t, const uint8_t *row, int c, int nb, K(WChunk) 
     else o->u = q;
 }
 
-/* Q6_K (facts §2.4): block b = 4h + r (r = 0..3) of a super-block takes the low
+/* Q6_K (book/appendix-gguf.md A.3.4): block b = 4h + r (r = 0..3) of a super-block takes the low
  * (r < 2) or high nibbles of ql[64h + 32(r & 1) ..][32] and bits 2r, 2r + 1 of
  * qh[32h ..][32]; its lanes 0-3 and 4-7 have scales sc[2b] and sc[2b + 1]. */
 INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,31 @@ void test_fail(const char *file, int line, const char *fmt, ...) {
     vfprintf(stdout, fmt, ap);
     fprintf(stdout, "\n");
     va_end(ap);
+}
+
+bool test_same_floats(const char *file, int line, const float *a, const float *b, size_t n, const char *fmt, ...) {
+    size_t n_diff = 0, first = 0, worst = 0;
+    double max_diff = 0, max_abs = 0;
+    for (size_t i = 0; i < n; i++) {
+        double m = fabs((double)a[i]) > fabs((double)b[i]) ? fabs((double)a[i]) : fabs((double)b[i]);
+        if (m > max_abs) max_abs = m;
+        if (memcmp(&a[i], &b[i], sizeof(float)) == 0) continue;
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d != d) d = INFINITY; /* a NaN on one side */
+        if (n_diff++ == 0) first = i;
+        if (d > max_diff || n_diff == 1) max_diff = d, worst = i;
+    }
+    if (n_diff == 0) return true;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    test_fail(file, line,
+              "%s: max |a-b| %.3g (index %zu; values up to %.3g), first at index %zu (%.9g vs %.9g), %zu of %zu "
+              "differ; bitwise equality is required: the same operations in the same order",
+              what, max_diff, worst, max_abs, first, a[first], b[first], n_diff, n);
+    return false;
 }
 
 void test_skip(const char *why) {

@@ -66,6 +66,15 @@ const char *test_tmp_path(const char *name);
                       _a ? _a : "(null)", _b ? _b : "(null)");                \
     } while (0)
 
+/* Compares a[n] and b[n] bit for bit. When they differ, fails the test with
+ * the message (printf-style) and the size of the difference: how many values
+ * differ, the first one, and the largest |a-b| next to the largest |a|, so
+ * that a sum in another order (tiny differences) can be told from a real bug.
+ * Returns true when they are the same. */
+bool test_same_floats(const char *file, int line, const float *a, const float *b, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+#define CHECK_SAME_FLOATS(a, b, n, ...) test_same_floats(__FILE__, __LINE__, (a), (b), (n), __VA_ARGS__)
+
 #define SKIP(why)                                                             \
     do {                                                                      \
         test_skip(why);                                                       \

@@ -3,9 +3,11 @@
 # models with mkmodel (cached under build/bench/models/), and runs tools/bench,
 # which prints the table and writes build/bench/bench.md and bench.json.
 #> make bench                                  benchmarks: bandwidth, prefill and decode speed of every
-#>                                             chapter, type and backend; knobs (make variables):
-#>   BENCH_TYPES=...                           weight types, any mkmodel --type (default: f32 f16 bf16 q8_0
-#>                                             q4_0 q5_k_m q6_k; q4_0 is llama-quantize's mix with Q4_1)
+#>                                             chapter, type and backend; first says the disk space its
+#>                                             models take and checks it; knobs (make variables):
+#>   BENCH_TYPES=...                           weight types, any mkmodel --type (default: q8_0 q4_0, 1.0 GB
+#>                                             of models; all: f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k; q4_0 is
+#>                                             llama-quantize's mix with Q4_1)
 #>   BENCH_BACKENDS=...                        backends (default: simd parallel; scalar: minutes per type)
 #>   BENCH_THREADS=N                           parallel threads (default: one per core)
 #>   BENCH_TOKENS=N                            new tokens (default: 64; chapters without a KV cache: 4)
@@ -13,8 +15,10 @@
 #>   BENCH_KV_CONTEXTS=...                     contexts of the basic-vs-paged KV table (default: 256 1024 2048;
 #>                                             empty: no table)
 #>   BENCH_KV_TOKENS=N                         decode steps per run at each context (default: 16, median kept)
+#> make bench-space [BENCH_TYPES=...]          only say what disk space the bench models take, and check it
 
-BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k
+BENCH_TYPES    ?= q8_0 q4_0
+override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k,$(BENCH_TYPES))
 BENCH_BACKENDS ?= simd parallel
 BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64
@@ -36,15 +40,20 @@ $(BUILD)/tools/kv-bench: tools/bench/kv_bench.c $($(KV_BENCH_CHAPTER)_LIB) $(COM
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ichapters/$(KV_BENCH_CHAPTER) -Icommon -o $@ $^ $(LDLIBS)
 
-# Made once and kept (order-only: a rebuilt mkmodel does not remake 2 GB of models).
-$(BENCH_DIR)/models/qwen3-0.6b-%.gguf: | $(MKMODEL)
+# Made once and kept (order-only: a rebuilt mkmodel does not remake GBs of models),
+# after bench-space has said what they take and checked it is free.
+$(BENCH_DIR)/models/qwen3-0.6b-%.gguf: | $(MKMODEL) bench-space
 	@mkdir -p $(dir $@)
 	$(MKMODEL) --preset qwen3-0.6b --type $* -o $@
+
+.PHONY: bench-space
+bench-space: $(MKMODEL)
+	@tools/bench/space.sh $(MKMODEL) $(BENCH_DIR)/models $(BENCH_TYPES)
 
 # The models are precious: a failed or interrupted bench keeps them.
 .PRECIOUS: $(BENCH_DIR)/models/qwen3-0.6b-%.gguf
 
-bench: $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/bench $(KV_BENCH) $(BENCH_MODELS)
+bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/bench $(KV_BENCH) $(BENCH_MODELS)
 	$(BUILD)/tools/bench --build $(BUILD) --models $(BENCH_DIR)/models --out $(BENCH_DIR) \
 	  --chapters "$(CHAPTERS)" --types "$(BENCH_TYPES)" --backends "$(BENCH_BACKENDS)" \
 	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS) --runs $(BENCH_RUNS) \

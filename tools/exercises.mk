@@ -2,7 +2,8 @@
 # (included by the Makefile). See book/instructors.md.
 #
 #> make chapter=II.2 exercise [FORCE=1]        exercises/II.2: the chapter with its exercises stubbed,
-#>                                             and EXERCISES.md, the task sheet
+#>                                             EXERCISES.md, the task sheet, and book/, the chapter's
+#>                                             text with each exercise shown as its stub and task
 #> make chapter=II.2 grade [EXERCISE=id]       grade exercises/II.2: OK/FAIL and points per exercise;
 #>                                             exits non-zero unless every graded exercise passes
 #>   [EXERCISE_DIR=dir] [GRADE_JSON=f.json]    grade another copy; write the points for autograders
@@ -25,10 +26,15 @@ $(EXERCISES_TOOL): tools/exercises/exercises.c $(EXERCISES_LIB_SRC) $(EXERCISES_
 EXTRA_TOOLS += $(EXERCISES_TOOL)
 
 .PHONY: exercise grade exercise-run exercises-check
-exercise: check-chapter $(EXERCISES_TOOL)
+# The students' edition of the chapter's text: the book pages that include its code.
+exercise: check-chapter $(EXERCISES_TOOL) $(BUILD)/tools/bookpp
 	@$(if $(FORCE),rm -rf exercises/$(chapter))
 	@$(EXERCISES_TOOL) stub $(chapter) exercises/$(chapter) || \
 	  { echo "(make chapter=$(chapter) exercise FORCE=1 replaces it)" >&2; exit 1; }
+	@mkdir -p exercises/$(chapter)/book
+	@for f in $$(grep -l '^\[`[A-Za-z0-9_]*` in chapters/$(chapter)/' book/*.md); do \
+	  $(BUILD)/tools/bookpp --student --md ../../.. $$f >exercises/$(chapter)/book/$$(basename $$f) || exit 1; \
+	  echo "exercises/$(chapter)/book/$$(basename $$f): the chapter's text, exercises as stubs"; done
 
 grade: check-chapter $(EXERCISES_TOOL) $(COMMON_LIB) $(TEST_MODELS)
 	@BUILD='$(BUILD)' CC='$(CC)' CFLAGS='$(EXERCISES_CFLAGS)' LDLIBS='$(LDLIBS)' COMMON_LIB='$(COMMON_LIB)' \

@@ -165,6 +165,11 @@ int gw_add_tensor(GgufWriter *w, const char *name, uint32_t type, uint32_t n_dim
 }
 
 uint64_t gw_tensor_count(const GgufWriter *w) { return w->n_tensors; }
+
+uint64_t gw_file_size(const GgufWriter *w) {
+    uint64_t header = 4 + 4 + 8 + 8 + w->kv.len + w->infos.len; /* magic, version, counts, records */
+    return w->n_tensors ? align_up(header) + w->data_size : header;
+}
 uint64_t gw_tensor_bytes(const GgufWriter *w, uint64_t i) { return w->tensors[i].nbytes; }
 
 /* ---- writing ------------------------------------------------------------ */

@@ -55,6 +55,8 @@ int gw_add_tensor(GgufWriter *w, const char *name, uint32_t type, uint32_t n_dim
                   const int64_t *ne, char *err);
 
 uint64_t gw_tensor_count(const GgufWriter *w);
+/* The size in bytes of the whole file, as declared so far (to check disk space first). */
+uint64_t gw_file_size(const GgufWriter *w);
 /* Bytes of tensor i's data (without padding). */
 uint64_t gw_tensor_bytes(const GgufWriter *w, uint64_t i);
 

@@ -9,6 +9,7 @@
  *   types"): q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k_m q4_k_s q4_k_m q5_k_m q6_k
  *   iq4_nl iq4_xs; or q4_k (every matrix Q4_K). --pure: every matrix in the
  *   type itself, as llama-quantize --pure.
+ *   mkmodel ... --print-size    prints the file's size in bytes and writes nothing
  *
  * The file looks like a real Qwen3 GGUF (same keys, types and tensor names) so
  * the engine can be built and tested without downloading anything. Three parts:
@@ -163,7 +164,7 @@ static const char *const CORPUS[] = {
     "found its own clever answer to the problem of staying alive.\n",
 };
 
-/* ==== byte-level alphabet (fact sheet 5.3) ================================== */
+/* ==== byte-level alphabet (book/appendix-gguf.md A.4.2) ===================== */
 
 /* GPT-2's bytes_to_unicode: printable bytes keep their code point, the other
  * 68 take U+0100, U+0101, ... in increasing byte order. */
@@ -200,7 +201,7 @@ static void byte_token_order(int order[256]) {
     }
 }
 
-/* ==== pre-tokenizer (qwen2 rules of fact sheet 5.4, ASCII only) ============ */
+/* ==== pre-tokenizer (qwen2 rules of book/appendix-gguf.md A.4.3, ASCII only) */
 
 static bool ch_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static bool ch_digit(char c) { return c >= '0' && c <= '9'; }
@@ -883,6 +884,7 @@ typedef struct {
     const TypeOpt *type;
     bool untied;
     bool pure;          /* --pure */
+    bool print_size;  /* --print-size: only say how many bytes the file takes */
     uint64_t seed;
     const char *out;
 } Options;
@@ -891,8 +893,9 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: mkmodel [--preset tiny|small|medium|kquant|qwen3-0.6b] [--layers N] [--hidden N]\n"
             "               [--heads N] [--kv-heads N] [--head-dim N] [--ffn N] [--vocab N]\n"
-            "               [--ctx N] [--type TYPE] [--pure] [--untied] [--seed N] -o out.gguf\n"
+            "               [--ctx N] [--type TYPE] [--pure] [--untied] [--seed N] -o out.gguf | --print-size\n"
             "Writes a Qwen3 GGUF with deterministic weights; flags override the preset\n"
+            "(--print-size: print the file's size in bytes, write nothing)\n"
             "(default: --preset medium --type f32 --seed %d).\n"
             "TYPE: " TYPE_NAMES "\n"
             "  llama-quantize's file types get its per-tensor mix (as with an importance\n"
@@ -963,6 +966,10 @@ static int parse_flag(int argc, char **argv, int *i, Options *o, char *err) {
         o->pure = true;
         return 0;
     }
+    if (strcmp(a, "--print-size") == 0) {
+        o->print_size = true;
+        return 0;
+    }
     if (strcmp(a, "--preset") == 0) {
         ++*i;
         return 0;
@@ -1002,7 +1009,7 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
     if (parse_preset(argc, argv, o, err)) return 1;
     for (int i = 1; i < argc; i++)
         if (parse_flag(argc, argv, &i, o, err)) return 1;
-    if (!o->out) {
+    if (!o->out && !o->print_size) {
         err_set(err, "no output file: give -o out.gguf");
         return 1;
     }
@@ -1225,17 +1232,29 @@ static FILE *open_output(const char *out, char **tmp, char *err) {
     return f;
 }
 
-static int write_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
-    char *tmp;
-    FILE *f = open_output(o->out, &tmp, err);
-    if (!f) return 1;
-    setvbuf(f, NULL, _IOFBF, 1 << 22);
+/* The writer with the model's metadata and tensors declared; NULL with err. */
+static GgufWriter *declare_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
     GgufWriter *w = gw_new();
     add_metadata(w, o, v);
-    int rc = 0;
-    for (int i = 0; i < n && !rc; i++)
-        rc = gw_add_tensor(w, specs[i].name, specs[i].type, (uint32_t)specs[i].n_dims, specs[i].ne, err);
-    if (!rc) rc = gw_write_header(w, f, err);
+    for (int i = 0; i < n; i++)
+        if (gw_add_tensor(w, specs[i].name, specs[i].type, (uint32_t)specs[i].n_dims, specs[i].ne, err)) {
+            gw_free(w);
+            return NULL;
+        }
+    return w;
+}
+
+static int write_model(const Options *o, const Spec *specs, int n, const Vocab *v, char *err) {
+    GgufWriter *w = declare_model(o, specs, n, v, err);
+    if (!w) return 1;
+    char *tmp;
+    FILE *f = open_output(o->out, &tmp, err);
+    if (!f) {
+        gw_free(w);
+        return 1;
+    }
+    setvbuf(f, NULL, _IOFBF, 1 << 22);
+    int rc = gw_write_header(w, f, err);
     Plan plan = plan_make(&o->shape, o->seed);
     for (int i = 0; i < n && !rc; i++) rc = write_tensor(w, f, &plan, o->seed, &specs[i], err);
     if (!rc) rc = gw_finish(w, f, err);
@@ -1278,6 +1297,15 @@ int main(int argc, char **argv) {
     double t0 = time_now_ms();
     Vocab v;
     build_vocab(&v, o.shape.vocab);
+    if (o.print_size) {
+        GgufWriter *w = declare_model(&o, specs, n, &v, err);
+        if (w) printf("%llu\n", (unsigned long long)gw_file_size(w));
+        else fprintf(stderr, "mkmodel: %s\n", err);
+        gw_free(w);
+        vocab_free(&v);
+        free(specs);
+        return w ? 0 : 1;
+    }
     int rc = write_model(&o, specs, n, &v, err);
     if (rc) {
         fprintf(stderr, "mkmodel: %s\n", err);

@@ -43,6 +43,7 @@ typedef struct KvPool {
     int n_layers, kv_dim;
     size_t block_floats;       /* n_layers * 2 * block_size * kv_dim */
     float *data;               /* [n_blocks, n_layers, 2, block_size, kv_dim]: per layer, K rows then V rows */
+    void *memory;              /* the allocation data lies in */
     int *ref;                  /* [n_blocks] holders of each block; 0 = free */
     int *fill;                 /* [n_blocks] positions written in each block */
     unsigned char *cached;     /* [n_blocks] 1 when one of the references is the prefix cache's */

@@ -1,24 +1,198 @@
-/* The book's code includes resolve against the chapters as they are now. */
-#include <dirent.h>
+/* The book: its code includes resolve against the chapters as they are now,
+ * and their links (file and lines, for reading it unrendered) are current; the
+ * students' edition shows every exercise as a stub; the rendered pages link to
+ * each other; the tables about the code are computed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "harness.h"
 
-TEST(book_includes_resolve) {
-    DIR *d = opendir("book");
-    if (!d) SKIP("no book/ directory");
-    struct dirent *e;
-    int n = 0;
-    while ((e = readdir(d))) {
-        size_t len = strlen(e->d_name);
-        if (len < 4 || strcmp(e->d_name + len - 3, ".md") != 0) continue;
-        char cmd[1024];
-        snprintf(cmd, sizeof cmd, "%s/tools/bookpp book/%s > /dev/null", test_build_dir(), e->d_name);
-        CHECK_MSG(system(cmd) == 0, "book/%s has an @include that does not resolve", e->d_name);
-        n++;
+/* Runs cmd; returns its exit code and its output (stdout and stderr) in *out (malloc'd). */
+static int run(const char *cmd, char **out) {
+    char full[4096];
+    snprintf(full, sizeof full, "(%s) 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    size_t n = 0, cap = 1 << 16;
+    *out = malloc(cap);
+    if (!p) {
+        **out = 0;
+        return -1;
     }
-    closedir(d);
-    CHECK(n >= 2);
+    for (size_t got; (got = fread(*out + n, 1, cap - n - 1, p)) > 0;) {
+        n += got;
+        if (n + 1 == cap) *out = realloc(*out, cap *= 2);
+    }
+    (*out)[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int count(const char *text, const char *what) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+/* A markdown file with text in the scratch directory; returns its path. */
+static const char *scratch_md(const char *name, const char *text) {
+    const char *path = test_tmp_path(name);
+    FILE *f = fopen(path, "w");
+    CHECK_MSG(f != NULL, "cannot write %s", path);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    return path;
+}
+
+static const char *bookpp(void) {
+    static char path[512];
+    snprintf(path, sizeof path, "%s/tools/bookpp", test_build_dir());
+    return path;
+}
+
+TEST(book_include_links_resolve_and_are_current) {
+    char cmd[4096], *out;
+    snprintf(cmd, sizeof cmd, "%s --check README.md book/*.md", bookpp());
+    int rc = run(cmd, &out);
+    CHECK_MSG(rc == 0, "%s:\n%s", cmd, out);
+    free(out);
+}
+
+/* --check catches a stale link and the old @include form, and --update fixes both. */
+TEST(book_links_are_updated_when_the_code_moves) {
+    const char *md = scratch_md("moved.md", "# A page\n\n[`forward` in chapters/II.1/forward.c, lines 1-2]"
+                                            "(../chapters/II.1/forward.c#L1-L2)\n\n"
+                                            "@include chapters/II.1/forward.c mlp_block\n");
+    char cmd[4096], *out;
+    snprintf(cmd, sizeof cmd, "%s --check '%s'", bookpp(), md);
+    int rc = run(cmd, &out);
+    CHECK_MSG(rc == 1 && strstr(out, ":3: a stale include link") && strstr(out, ":5: an @include line") &&
+                  strstr(out, "make book-links"),
+              "%s: exit %d:\n%s", cmd, rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s --update '%s' && %s --check '%s' && cat '%s'", bookpp(), md, bookpp(), md, md);
+    rc = run(cmd, &out);
+    CHECK_MSG(rc == 0 && strstr(out, "\n[`mlp_block` in chapters/II.1/forward.c, lines "), "%s: exit %d:\n%s", cmd,
+              rc, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s '%s'", bookpp(), md); /* and it expands to the code */
+    rc = run(cmd, &out);
+    CHECK_MSG(rc == 0 && count(out, "```c\n") == 2 && strstr(out, "void forward("), "%s: exit %d:\n%s", cmd, rc, out);
+    free(out);
+}
+
+/* Every exercise function the chapters' pages show readers (with its marker)
+ * is a stub with its task in the students' edition, and no stub is shown to readers. */
+TEST(book_students_edition_shows_exercises_as_stubs) {
+    char cmd[2048], *reader, *students;
+    const char *pages = "$(grep -l '^\\[`' book/*.md)"; /* the pages that include code */
+    snprintf(cmd, sizeof cmd, "for f in %s; do %s --md ../.. \"$f\" || exit 1; done", pages, bookpp());
+    int rc = run(cmd, &reader);
+    CHECK_MSG(rc == 0, "%s:\n%s", cmd, reader);
+    snprintf(cmd, sizeof cmd, "for f in %s; do %s --student --md ../.. \"$f\" || exit 1; done", pages, bookpp());
+    rc = run(cmd, &students);
+    CHECK_MSG(rc == 0, "%s:\n%s", cmd, students);
+    int shown = count(reader, "\n/* EXERCISE ");
+    CHECK_MSG(shown >= 3, "the reader's edition shows only %d exercise functions", shown);
+    CHECK_EQ_INT(count(reader, "is not implemented yet"), 0);
+    CHECK_EQ_INT(count(students, "is not implemented yet"), shown);
+    CHECK_EQ_INT(count(students, "> **Exercise `"), shown);
+    free(reader);
+    free(students);
+}
+
+/* The rendered pages link to each other's .html, and to the repository's files from build/book/. */
+TEST(book_rendered_links_point_at_the_pages) {
+    char cmd[4096], *out;
+    snprintf(cmd, sizeof cmd, "%s --html ../.. README.md", bookpp());
+    int rc = run(cmd, &out);
+    CHECK_MSG(rc == 0, "%s:\n%s", cmd, out);
+    CHECK_MSG(strstr(out, "](performance.html)") && strstr(out, "](instructors.html)") && !strstr(out, "](book/"),
+              "README.md rendered:\n%s", out);
+    free(out);
+    const char *md = scratch_md("links.md", /* in build/tmp/test-PID/: three levels down */
+                                "[a](../../../README.md#layout) [b](../../../tools/train/README.md) "
+                                "[c](https://example.org/x.md)\n");
+    snprintf(cmd, sizeof cmd, "%s --html ../.. '%s'", bookpp(), md);
+    rc = run(cmd, &out);
+    CHECK_MSG(rc == 0 && strstr(out, "[a](index.html#layout) [b](../../tools/train/README.md) "
+                                     "[c](https://example.org/x.md)"),
+              "%s:\n%s", cmd, out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s --html ../.. book/README.md", bookpp());
+    rc = run(cmd, &out);
+    CHECK_MSG(rc == 0 && strstr(out, "](II.2-kv-cache.html)") && !strstr(out, ".md)"), "book/README.md rendered:\n%s",
+              out);
+    free(out);
+}
+
+/* The instructors' tables are computed: every exercise of every chapter, the line counts. */
+TEST(book_tables_about_the_code_are_computed) {
+    char cmd[4096], *out, *list;
+    snprintf(cmd, sizeof cmd, "for c in $(ls chapters); do %s/tools/exercises list $c | cut -f1; done",
+             test_build_dir());
+    int rc = run(cmd, &list);
+    CHECK_MSG(rc == 0 && *list, "%s:\n%s", cmd, list);
+    const char *md = scratch_md("tables.md", "<!-- @exercises -->\n<!-- @code-lines -->\n");
+    snprintf(cmd, sizeof cmd, "%s '%s'", bookpp(), md);
+    rc = run(cmd, &out);
+    CHECK_MSG(rc == 0 && !strstr(out, "@exercises") && strstr(out, "| `chapters/II.1` |") && strstr(out, "| `common` |"),
+              "%s:\n%s", cmd, out);
+    for (char *id = strtok(list, "\n"); id; id = strtok(NULL, "\n")) {
+        char want[128];
+        snprintf(want, sizeof want, "| `%s` |", id);
+        CHECK_MSG(strstr(out, want) != NULL, "the exercises table lacks %s", id);
+    }
+    free(out);
+    free(list);
+}
+
+/* Code cites the book's appendix by section ("book/appendix-gguf.md A.3.5"):
+ * every cited section exists, and nothing cites documents outside the project. */
+TEST(book_appendix_sections_cited_by_the_code_exist) {
+    char *cites, *outside;
+    int rc = run("grep -rhoE 'appendix-gguf.md,? \\(?A\\.[0-9]+(\\.[0-9]+)*' common chapters tools tests "
+                 "--include=*.c --include=*.h --include=*.py --include=*.md | grep -oE 'A\\.[0-9]+(\\.[0-9]+)*' | "
+                 "sort -u",
+                 &cites);
+    CHECK_MSG(rc == 0 && *cites, "no citation of book/appendix-gguf.md found:\n%s", cites);
+    int n = 0;
+    for (char *s = strtok(cites, "\n"); s; s = strtok(NULL, "\n"), n++) {
+        char cmd[256], *out;
+        snprintf(cmd, sizeof cmd, "grep -qE '^#+ %s ' book/appendix-gguf.md", s);
+        CHECK_MSG(run(cmd, &out) == 0, "the code cites section %s of book/appendix-gguf.md, which has none", s);
+        free(out);
+    }
+    CHECK(n >= 5);
+    free(cites);
+    rc = run("grep -rniE 'fact[ ]sheet|facts[ ](section|§)|qwen3-gguf[-]facts' common chapters tools tests book "
+             "README.md --include=*.c --include=*.h --include=*.py --include=*.md",
+             &outside);
+    CHECK_MSG(rc == 1, "cites a document that is not in the project (cite book/appendix-gguf.md):\n%s", outside);
+    free(outside);
+}
+
+/* The README's layout section names every top-level entry of the repository
+ * and every part of tests/. */
+TEST(book_readme_layout_is_complete) {
+    char *readme, *entries;
+    int rc = run("sed -n '/^## Layout/,/^## /p' README.md", &readme);
+    CHECK_MSG(rc == 0 && strstr(readme, "## Layout"), "README.md has no Layout section");
+    rc = run("ls -A | grep -vx -e .git -e build -e exercises -e .gitignore; ls tests | sed 's|$|/|'", &entries);
+    CHECK(rc == 0);
+    int n = 0;
+    for (char *e = strtok(entries, "\n"); e; e = strtok(NULL, "\n"), n++) {
+        char bare[256];
+        snprintf(bare, sizeof bare, "%s", e);
+        size_t len = strlen(bare);
+        if (len > 1 && bare[len - 1] == '/') bare[len - 1] = 0; /* tests/ entries: with or without the slash */
+        if (strcmp(bare, "harness.c") == 0 || strcmp(bare, "harness.h") == 0) snprintf(bare, sizeof bare, "harness");
+        CHECK_MSG(strstr(readme, bare) != NULL, "README.md's Layout section does not mention '%s'", e);
+    }
+    CHECK(n >= 10);
+    free(readme);
+    free(entries);
 }

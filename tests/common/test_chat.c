@@ -21,7 +21,7 @@ static void check_render(const ChatMessage *m, int n, bool gen, bool think, cons
 
 TEST(chat_one_user_turn) {
     const ChatMessage m[] = {USER("Hello")};
-    /* the fact sheet's example (§5.8), thinking disabled */
+    /* the example of book/appendix-gguf.md A.4.6, thinking disabled */
     check_render(m, 1, true, false,
                  "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
     /* D0 of §6.3: thinking enabled adds nothing */

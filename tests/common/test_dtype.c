@@ -1,6 +1,6 @@
 /* test_dtype.c: element types (common/dtype.c). Every quantized block here is
  * built byte by byte and every expected value comes from the format's formula
- * (GGUF fact sheet section 2) written out again in the test. */
+ * (book/appendix-gguf.md A.3) written out again in the test. */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -451,7 +451,7 @@ TEST(dtype_dequant_iq4_nl) {
     for (int i = 0; i < 16; i++) CHECK_EQ_INT(IQ4_VALUES[i], (int)IQ4[i]);
 }
 
-/* Q2_K, as the fact sheet words it: for half h and pass j (shift 2j), 16
+/* Q2_K, as book/appendix-gguf.md A.3.5 words it: for half h and pass j (shift 2j), 16
  * outputs from q[0..15] with scales[8h + 2j], then 16 from q[16..31] with
  * scales[8h + 2j + 1]; y = d * (s & 15) * q - dmin * (s >> 4). */
 TEST(dtype_dequant_q2_k) {

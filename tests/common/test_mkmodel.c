@@ -327,6 +327,25 @@ TEST(mkmodel_never_removes_a_path_it_did_not_create) {
     remove(dev);
 }
 
+/* --print-size says the size of the file the same flags write, and writes nothing. */
+TEST(mkmodel_print_size_is_the_file_size) {
+    char tool[1024], cmd[2048];
+    if (!mkmodel_path(tool, sizeof tool)) SKIP("build/tools/mkmodel not built");
+    const char *out = test_tmp_path("sized.gguf");
+    snprintf(cmd, sizeof cmd, "'%s' --preset small --type q8_0 --untied --print-size", tool);
+    FILE *p = popen(cmd, "r");
+    unsigned long long said = 0;
+    CHECK(p && fscanf(p, "%llu", &said) == 1);
+    if (p) pclose(p);
+    char args[1200];
+    snprintf(args, sizeof args, "--preset small --type q8_0 --untied -o '%s'", out);
+    CHECK_EQ_INT(run_mkmodel(args), 0);
+    struct stat st;
+    CHECK(stat(out, &st) == 0);
+    CHECK_EQ_INT((long long)said, (long long)st.st_size);
+    remove(out);
+}
+
 /* Bad flags and impossible shapes end with exit status 2 and no file. */
 TEST(mkmodel_rejects_bad_flags) {
     char tool[1024];
@@ -485,7 +504,7 @@ static bool type_counts(const char *args, int counts[64]) {
 /* With Qwen3-0.6B's 28 layers the mixes give the counts of the real files:
  * unsloth's Qwen3-0.6B-Q4_0.gguf loads as "f32: 113, q4_0: 193, q4_1: 3,
  * q6_K: 1"; a Q4_K_M file with output.weight has 113 F32, 29 Q6_K, 169 Q4_K
- * (fact sheet 2.6). Small rows keep it fast: the counts depend on the layers. */
+ * (book/appendix-gguf.md A.3.8). Small rows keep it fast: the counts depend on the layers. */
 TEST(mkmodel_mixes_match_real_file_counts) {
     char tool[1024];
     if (!mkmodel_path(tool, sizeof tool)) SKIP("build/tools/mkmodel not built");

@@ -622,8 +622,9 @@ TEST(tokenizer_golden_prompts) {
     printf("    %d/12 golden prompt tokenizations match\n", ok);
 }
 
-/* The derived Qwen3 vectors of the fact sheet (§6.3) that do not involve
- * <think>, whose id differs between the Qwen1.5 and Qwen3 vocabularies. */
+/* Qwen3 vectors derived by hand from the rules of book/appendix-gguf.md A.4
+ * (those that do not involve <think>, whose id differs between the Qwen1.5 and
+ * Qwen3 vocabularies). */
 TEST(tokenizer_qwen3_extra_vectors) {
     if (!test_shared_dir()) SKIP("../shared absent: no full Qwen vocabulary");
     Tokenizer *t = load_cached("tokenizer/ggml-vocab-qwen2.gguf");

@@ -1,10 +1,12 @@
 /* Bad input to model-generate, end to end: each gets one clear line naming
  * the problem and a non-zero exit, never a crash. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dtype.h"
+#include "gguf.h"
 #include "harness.h"
 #include "run.h"
 #include "util.h"
@@ -167,4 +169,50 @@ TEST(quiet_prints_only_the_metrics_block) {
                   !strstr(out, "Once upon"),
               "`%s` exited %d:\n%s", cmd, rc, out);
     free(out);
+}
+
+/* A model whose weights hold a NaN (a broken file; a kernel bug does the same
+ * to activations): every chapter and cache mode stops at step 0 with an
+ * error naming the step, and --check-finite names where it started. */
+TEST(bad_input_non_finite_weights_are_caught) {
+    char path[512], err[ERR_MAX];
+    snprintf(path, sizeof path, "%s/tiny-f32.gguf", test_models_dir());
+    size_t len;
+    char *data = model_bytes(&len);
+    GgufFile g;
+    if (!data || gguf_open(&g, path, err) != 0) {
+        free(data);
+        CHECK_MSG(false, "%s", err);
+        return;
+    }
+    const GgufTensor *t = gguf_find_tensor(&g, "blk.1.ffn_up.weight");
+    CHECK(t != NULL && t->type == DT_F32);
+    if (t) {
+        float nan = NAN; /* row 0, column 5: the up projection's output 0 becomes NaN */
+        memcpy(data + ((const char *)t->data - (const char *)g.map) + 5 * sizeof(float), &nan, sizeof nan);
+    }
+    gguf_close(&g);
+    const char *model = write_file("nan-weight.gguf", data, len);
+    free(data);
+    RunMode modes[16];
+    int n = run_modes(modes, 16);
+    CHECK(n >= 2);
+    for (int i = 0; i < n; i++) {
+        char cmd[4096], *out = NULL;
+        snprintf(cmd, sizeof cmd, "%s/%s/model-generate %s '%s' 'Hello' 4", test_build_dir(), modes[i].chapter,
+                 modes[i].flags, model);
+        int rc = run_capture(cmd, &out);
+        CHECK_MSG(rc == 1 && strstr(out, "step 0: the logits are not finite (NaN at token") &&
+                      strstr(out, "--check-finite names"),
+                  "`%s` exited %d:\n%s", cmd, rc, out);
+        free(out);
+        snprintf(cmd, sizeof cmd, "%s/%s/model-generate --check-finite %s '%s' 'Hello' 4", test_build_dir(),
+                 modes[i].chapter, modes[i].flags, model);
+        rc = run_capture(cmd, &out);
+        CHECK_MSG(rc == 1 && strstr(out, "step 0: the logits are not finite") &&
+                      strstr(out, "it started in layer 1: the output of blk.1.ffn_up.weight (the MLP's up "
+                                  "projection) has NaN at [0, 0]"),
+                  "`%s` exited %d:\n%s", cmd, rc, out);
+        free(out);
+    }
 }

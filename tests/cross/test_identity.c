@@ -52,11 +52,10 @@ static void compare_modes(const RunMode *modes, int nm, const char *model, const
         long rows = r.n_logit_rows < first.n_logit_rows ? r.n_logit_rows : first.n_logit_rows;
         CHECK_EQ_INT(r.n_logit_rows, first.n_logit_rows);
         for (long row = 0; row < rows; row++)
-            if (memcmp(r.logits + row * vocab, first.logits + row * vocab, sizeof(float) * (size_t)vocab) != 0) {
-                test_fail(__FILE__, __LINE__, "%s %s: %s %s: logits of step %ld differ from %s %s", model,
-                          backend_flags, modes[i].chapter, modes[i].flags, row, modes[0].chapter, modes[0].flags);
+            if (!CHECK_SAME_FLOATS(r.logits + row * vocab, first.logits + row * vocab, (size_t)vocab,
+                                   "%s %s: %s %s: logits of step %ld differ from %s %s", model, backend_flags,
+                                   modes[i].chapter, modes[i].flags, row, modes[0].chapter, modes[0].flags))
                 break;
-            }
         run_free(&r);
     }
     run_free(&first);

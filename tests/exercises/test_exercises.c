@@ -173,6 +173,8 @@ TEST(exercises_stub_writes_the_task_sheet_and_keeps_work) {
     char *path = chapfs_printf("%s/EXERCISES.md", dir);
     char *md = chapfs_read(path, NULL);
     CHECK(md != NULL);
+    CHECK_MSG(md && strstr(md, "Bitwise equality is required") && strstr(md, "same order"),
+              "EXERCISES.md does not say that bitwise equality is required, and why");
     for (int i = 0; md && i < l.n; i++) {
         CHECK_MSG(strstr(md, l.items[i].id) && strstr(md, l.items[i].title), "EXERCISES.md lacks %s", l.items[i].id);
         CHECK_MSG(strstr(md, l.items[i].signature) != NULL, "EXERCISES.md lacks the signature of %s", l.items[i].id);

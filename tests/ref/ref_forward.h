@@ -1,6 +1,6 @@
 /* ref_forward.h: an independent float64 Qwen3 forward pass for tests: every
  * weight dequantized to double, every sum in double, written as plainly as
- * the fact sheet's pseudocode. Slow, and only for small models. */
+ * the pseudocode of book/appendix-gguf.md A.5. Slow, and only for small models. */
 #ifndef REF_FORWARD_H
 #define REF_FORWARD_H
 

@@ -195,3 +195,22 @@ TEST(make_every_program_answers_help) {
     CHECK_MSG(n >= 10, "only %d programs under %s (make test builds them all)", n, test_build_dir());
     free(list);
 }
+
+/* make bench first checks its models fit on the disk (tools/bench/space.sh);
+ * here with a stand-in for mkmodel that says each model takes an exabyte. */
+TEST(make_bench_checks_disk_space_first) {
+    const char *dir = test_tmp_path("bench-space");
+    char *cmd = chapfs_printf("rm -rf '%s' && mkdir -p '%s' && printf '#!/bin/sh\\necho 1000000000000000000\\n' "
+                              ">'%s/mkmodel' && chmod +x '%s/mkmodel'",
+                              dir, dir, dir, dir);
+    fx_sh(cmd);
+    free(cmd);
+    char *out;
+    cmd = chapfs_printf("tools/bench/space.sh '%s/mkmodel' '%s/models' q8_0 q4_0", dir, dir);
+    int rc = fx_capture(cmd, &out);
+    CHECK_MSG(rc == 1 && strstr(out, "q8_0 1000000000.0 GB") && strstr(out, "2000000000.0 GB to make") &&
+                  strstr(out, "not enough disk space"),
+              "exit %d:\n%s", rc, out);
+    free(out);
+    free(cmd);
+}

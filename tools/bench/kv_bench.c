@@ -2,19 +2,20 @@
  * several context lengths, for `make bench` (which runs it through tools/bench
  * and puts its figures in the bench tables).
  *
- *   kv-bench --model F.gguf [--contexts "256 1024 2048"] [--steps 16] [--runs 3]
+ *   kv-bench --model F.gguf [--contexts "256 1024 2048"] [--steps 48]
  *            [--backend NAME] [--threads N] [--block-size 16] [--json]
  *
  * It is linked with the engine of the last chapter that has a paged cache. For
  * each context L both caches are filled with L positions of every layer (the
  * values are synthetic: a step's time does not depend on them, and a prefill
- * of 2048 tokens would cost minutes), then each run times --steps decode steps
- * (forward_extend of one token: the model, attention over the cache, the
- * append) on each kind, the kinds taking turns so that both see the same load
- * from other programs, and rolls both caches back to L. Each run also times
- * attention alone: one query per layer over the cache's spans, what a decode
- * step spends reading the cache, to compare the step's growth with. Reported
- * per kind: the median (and the fastest) step, and the median attention. */
+ * of 2048 tokens would cost minutes). Then, --steps times, each kind runs one
+ * decode step (forward_extend of one token: the model, attention over the
+ * cache, the append) and is rolled back to L, the kinds taking turns step by
+ * step so that both see the same load from other programs. Each turn also
+ * times attention alone: one query per layer over the cache's spans, what a
+ * decode step spends reading the cache, to compare the step's growth with.
+ * Reported per kind: the median (and the fastest) step, and the median
+ * attention. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,19 +29,19 @@
 typedef struct {
     const char *model, *backend;
     int contexts[MAX_CONTEXTS], n_contexts;
-    int steps, runs, threads, block_size;
+    int steps, threads, block_size;
     bool json;
 } Options;
 
 static int usage(FILE *f, int code) {
-    fprintf(f, "usage: kv-bench --model F.gguf [--contexts \"256 1024 2048\"] [--steps 16] [--runs 3]\n"
+    fprintf(f, "usage: kv-bench --model F.gguf [--contexts \"256 1024 2048\"] [--steps 48]\n"
                "                [--backend NAME] [--threads N] [--block-size 16] [--json]\n"
                "Decode step ms of the basic and the paged KV cache after L cached positions.\n");
     return code;
 }
 
 static int parse(Options *o, int argc, char **argv) {
-    *o = (Options){.steps = 16, .runs = 3, .block_size = 16};
+    *o = (Options){.steps = 48, .block_size = 16};
     const char *contexts = "256 1024 2048";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -55,7 +56,6 @@ static int parse(Options *o, int argc, char **argv) {
         else if (strcmp(a, "--contexts") == 0) contexts = v;
         else if (strcmp(a, "--backend") == 0) o->backend = v;
         else if (strcmp(a, "--steps") == 0) o->steps = atoi(v);
-        else if (strcmp(a, "--runs") == 0) o->runs = atoi(v);
         else if (strcmp(a, "--threads") == 0) o->threads = atoi(v);
         else if (strcmp(a, "--block-size") == 0) o->block_size = atoi(v);
         else return -1;
@@ -66,7 +66,7 @@ static int parse(Options *o, int argc, char **argv) {
     free(copy);
     for (int i = 0; i < o->n_contexts; i++)
         if (o->contexts[i] < 1) return -1;
-    return o->model && o->steps > 0 && o->runs > 0 && o->block_size > 0 ? 0 : -1;
+    return o->model && o->steps > 0 && o->block_size > 0 ? 0 : -1;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -89,9 +89,9 @@ static int fill(KvCache *kv, int n, char *err) {
 typedef struct {
     const char *kind;
     KvCache *kv;
-    double *ms;      /* [runs * steps] decode steps */
-    double *attn_ms; /* [runs * steps] attention alone, every layer */
-    int n, n_attn;
+    double *ms;      /* [steps] decode steps */
+    double *attn_ms; /* [steps] attention alone, every layer */
+    int n;
 } Kind;
 
 /* One query's attention over every layer's cached spans, as a decode step
@@ -110,20 +110,15 @@ static double time_attention(const Qwen3Model *m, Backend *be, KvCache *kv, cons
     return time_now_ms() - t0;
 }
 
-/* One run of steps decode steps on k, then back to the context, and as
- * many timings of attention alone over the context. */
-static int run_steps(const Qwen3Model *m, Backend *be, Kind *k, int context, int steps, float *logits, char *err) {
+/* One turn of kind k at the context: attention alone, then a decode step,
+ * then back to the context. */
+static int turn(const Qwen3Model *m, Backend *be, Kind *k, int context, const float *q, float *out, float *logits,
+                char *err) {
     int32_t token = 1;
-    float *q = xmalloc(sizeof(float) * (size_t)m->cfg.q_dim), *out = xmalloc(sizeof(float) * (size_t)m->cfg.q_dim);
-    for (int i = 0; i < m->cfg.q_dim; i++) q[i] = (float)(i % 7) * 0.1f - 0.3f;
-    for (int s = 0; s < steps; s++) k->attn_ms[k->n_attn++] = time_attention(m, be, k->kv, q, out);
-    free(q);
-    free(out);
-    for (int s = 0; s < steps; s++) {
-        double t0 = time_now_ms();
-        if (forward_extend(m, be, k->kv, &token, 1, logits, err) != 0) return -1;
-        k->ms[k->n++] = time_now_ms() - t0;
-    }
+    k->attn_ms[k->n] = time_attention(m, be, k->kv, q, out);
+    double t0 = time_now_ms();
+    if (forward_extend(m, be, k->kv, &token, 1, logits, err) != 0) return -1;
+    k->ms[k->n++] = time_now_ms() - t0;
     k->kv->truncate(k->kv, context);
     return 0;
 }
@@ -146,31 +141,32 @@ int main(int argc, char **argv) {
         return 1;
     }
     float *logits = xmalloc(sizeof(float) * (size_t)m.cfg.vocab_size);
+    float *q = xmalloc(sizeof(float) * (size_t)m.cfg.q_dim), *att = xmalloc(sizeof(float) * (size_t)m.cfg.q_dim);
+    for (int i = 0; i < m.cfg.q_dim; i++) q[i] = (float)(i % 7) * 0.1f - 0.3f; /* a query: [q_dim] */
     double kv_bytes = 2.0 * m.cfg.n_layers * m.cfg.kv_dim * sizeof(float); /* per position */
     Buf out = {0};
     buf_puts(&out, "{\"model\":");
     json_append_string(&out, o.model, strlen(o.model));
-    buf_printf(&out, ",\"backend\":\"%s\",\"threads\":%d,\"block_size\":%d,\"steps\":%d,\"runs\":%d,"
-               "\"kv_bytes_per_token\":%.0f,\"contexts\":[", be->name, be->n_threads, o.block_size, o.steps, o.runs,
-               kv_bytes);
+    buf_printf(&out, ",\"backend\":\"%s\",\"threads\":%d,\"block_size\":%d,\"steps\":%d,"
+               "\"kv_bytes_per_token\":%.0f,\"contexts\":[", be->name, be->n_threads, o.block_size, o.steps, kv_bytes);
     for (int c = 0; c < o.n_contexts && rc == 0; c++) {
         int L = o.contexts[c];
         KvPool *pool = kv_pool_create(&m.cfg, o.block_size, (L + o.steps + o.block_size - 1) / o.block_size, err);
         Kind kinds[2] = {{.kind = "basic", .kv = kv_cache_create("basic", &m.cfg, NULL, err)}, {.kind = "paged"}};
         if (pool) kinds[1].kv = kv_cache_create("paged", &m.cfg, pool, err);
         for (int k = 0; k < 2; k++) {
-            kinds[k].ms = xmalloc(sizeof(double) * (size_t)(o.runs * o.steps));
-            kinds[k].attn_ms = xmalloc(sizeof(double) * (size_t)(o.runs * o.steps));
+            kinds[k].ms = xmalloc(sizeof(double) * (size_t)o.steps);
+            kinds[k].attn_ms = xmalloc(sizeof(double) * (size_t)o.steps);
         }
         rc = kinds[1].kv && fill(kinds[0].kv, L, err) == 0 && fill(kinds[1].kv, L, err) == 0 ? 0 : -1;
-        for (int r = 0; r < o.runs && rc == 0; r++)
+        for (int s = 0; s < o.steps && rc == 0; s++)
             for (int k = 0; k < 2 && rc == 0; k++) /* basic first, then paged first, ... */
-                rc = run_steps(&m, be, &kinds[(r + k) % 2], L, o.steps, logits, err);
+                rc = turn(&m, be, &kinds[(s + k) % 2], L, q, att, logits, err);
         if (rc == 0) {
             buf_printf(&out, "%s{\"context\":%d,\"kv_mb\":%.1f", c ? "," : "", L, L * kv_bytes / 1e6);
             for (int k = 0; k < 2; k++) {
                 const char *name = kinds[k].kind;
-                double med = median(kinds[k].ms, kinds[k].n), attn = median(kinds[k].attn_ms, kinds[k].n_attn);
+                double med = median(kinds[k].ms, kinds[k].n), attn = median(kinds[k].attn_ms, kinds[k].n);
                 buf_printf(&out, ",\"%s_ms\":%.2f,\"%s_best_ms\":%.2f,\"%s_attention_ms\":%.2f", name, med, name,
                            kinds[k].ms[0], name, attn);
                 if (!o.json)
@@ -190,6 +186,8 @@ int main(int argc, char **argv) {
     if (rc != 0) fprintf(stderr, "kv-bench: %s\n", err);
     else if (o.json) fputs(out.data, stdout);
     buf_free(&out);
+    free(q);
+    free(att);
     free(logits);
     qwen3_free(&m);
     backend_free(be);

@@ -155,6 +155,15 @@ static char *exercises_md(const char *chapter, const ExerciseList *l) {
                   "every other exercise, so an exercise you have not done yet never costs you the points of\n"
                   "another. The grader runs the chapter's own tests (`tests/chapters/%s/`); a failing\n"
                   "exercise's full test output is in `build/exercises/%s/<id>/test.log`.\n\n"
+                  "**Bitwise equality is required.** Many tests compare logits bit for bit (a decode step\n"
+                  "against a full recompute, one chapter against another), because the book promises\n"
+                  "identical logits: the same operations on the same numbers in the same order give the same\n"
+                  "bits. Floating-point addition is not associative, so a formula that is right on paper but\n"
+                  "sums in another order (or calls another kernel, or fuses two steps) fails. Use the\n"
+                  "operations the reference uses (`matmul`, `attention`, `rmsnorm`, ... from `common/`), in\n"
+                  "the order the doc comment describes. A failing check prints the largest |a-b| next to the\n"
+                  "size of the values and the first differing index: differences around 1e-6 of the values\n"
+                  "mean the right math in another order; large ones (or NaN) mean a real bug.\n\n"
                   "%d exercises, %d points in all.\n",
                   chapter, chapter, chapter, chapter, l->n ? l->items[0].id : "ID", chapter, chapter, chapter,
                   l->n, total);

@@ -128,7 +128,7 @@ run_test() {
 why() {
     awk '/not implemented yet/ { if (!seen[$0]++ && n1 < 3) a[n1++] = $0; next }
          /^FAIL / { if (n2 < 3) b[n2++] = $0; next }
-         /^    / { sub(/^ +/, ""); if (!seen[$0]++ && n3 < 2) c[n3++] = substr($0, 1, 150) }
+         /^    / { sub(/^ +/, ""); if (!seen[$0]++ && n3 < 2) c[n3++] = substr($0, 1, 300) }
          END { for (i = 0; i < n1; i++) print "        " a[i]
                for (i = 0; i < n2; i++) print "        " b[i]
                for (i = 0; i < n3; i++) print "          " c[i] }' "$1"

@@ -1,4 +1,4 @@
-"""Byte-level BPE exactly as the engine's tokenizer runs it (facts section 5).
+"""Byte-level BPE exactly as the engine's tokenizer runs it (book/appendix-gguf.md A.4).
 
 - byte_to_unicode(): GPT-2's byte -> visible character table (section 5.3);
   its order also gives the ids 0..255 of the single-byte tokens (5.1).

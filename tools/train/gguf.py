@@ -1,6 +1,6 @@
 """A small GGUF v3 writer and reader (little-endian, F32 tensors only).
 
-The layout follows ../shared/docs/qwen3-gguf-facts.md section 1:
+The layout follows book/appendix-gguf.md A.1:
 header, metadata key/values, tensor infos, zero padding to 32 bytes, then
 the tensor data, each tensor starting at a multiple of 32 bytes.
 """
@@ -10,7 +10,7 @@ import numpy as np
 
 ALIGNMENT = 32
 
-# Metadata value types (facts section 1.2).
+# Metadata value types (book/appendix-gguf.md A.1.2).
 UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, \
     UINT64, INT64, FLOAT64 = range(13)
 

@@ -1,5 +1,5 @@
 """The Qwen3 architecture in PyTorch, written out so that every step is the
-math of facts section 4 (and so the C engine's forward reproduces it):
+math of book/appendix-gguf.md A.5 (and so the C engine's forward reproduces it):
 
   x = embed[token]
   per layer:  h = rmsnorm(x) ; q,k,v = Wq h, Wk h, Wv h
@@ -184,7 +184,7 @@ def from_gguf(meta, tensors):
     return model.eval()
 
 
-# GGUF tensor name -> attribute path in this module (facts section 3.2).
+# GGUF tensor name -> attribute path in this module (book/appendix-gguf.md A.2.2).
 def gguf_names(cfg):
     names = {"token_embd.weight": "embed.weight",
              "output_norm.weight": "out_norm.weight"}

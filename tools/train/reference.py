@@ -1,5 +1,5 @@
 """An independent float64 forward pass straight from a GGUF file, token by
-token with a KV cache, following facts section 4.1 line by line.  It shares
+token with a KV cache, following book/appendix-gguf.md A.5 line by line.  It shares
 no code with model.py, so agreement between the two checks the GGUF writer,
 the tensor names and shapes, and the math.
 

@@ -93,8 +93,9 @@ static void check_decode_matches_full(const char *model, int n_prompt, int steps
     for (int step = 0; step <= steps; step++) {
         if (c < n_check && check[c] == step) {
             forward(&m, be, toks, n, full);
-            CHECK_MSG(memcmp(lg, full, sizeof(float) * V) == 0, "%s: step %d: decode logits differ from full recompute",
-                      model, step);
+            if (!CHECK_SAME_FLOATS(lg, full, (size_t)V, "%s: step %d: decode logits differ from full recompute",
+                                   model, step))
+                break; /* the first differing step is the one to look at */
             c++;
         }
         if (step == steps) break;
