@@ -47,7 +47,8 @@ static bool fx_open(Fixture *f, Setup su) {
 }
 
 static void fx_close(Fixture *f) {
-    if (f->e) f->e->destroy(f->e); /* ends every request it holds */
+    if (f->e) f->e->destroy(f->e); /* ends every request it holds, and frees its prefix cache */
+    if (f->e && f->pool) CHECK_EQ_INT(f->pool->n_free, f->pool->n_blocks); /* every block back */
     for (int i = 0; i < f->n_reqs; i++) gen_request_free(f->reqs[i]);
     kv_pool_free(f->pool);
     tokenizer_free(f->tok);
