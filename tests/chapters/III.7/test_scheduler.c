@@ -28,6 +28,8 @@ typedef struct {
 typedef struct {
     int slots, queue, chunk, block_size, n_blocks; /* n_blocks 0: the basic cache */
     bool no_prefix_cache;
+    int ctx;                                       /* 0: the model's */
+    FILE *trace;                                   /* NULL: $TRACE_SCHED set, stderr, else none */
 } Setup;
 
 static bool fx_open(Fixture *f, Setup su) {
@@ -38,9 +40,9 @@ static bool fx_open(Fixture *f, Setup su) {
     f->be = backend_create("scalar", 1, err);
     if (su.n_blocks) f->pool = kv_pool_create(&f->m.cfg, su.block_size, su.n_blocks, err);
     SchedConfig c = {.model = &f->m, .be = f->be, .kv_kind = su.n_blocks ? "paged" : "basic", .pool = f->pool,
-                     .ctx = f->m.cfg.ctx_len, .queue = su.queue ? su.queue : 16, .max_concurrent = su.slots,
+                     .ctx = su.ctx ? su.ctx : f->m.cfg.ctx_len, .queue = su.queue ? su.queue : 16, .max_concurrent = su.slots,
                      .prefill_chunk = su.chunk ? su.chunk : 256, .prefix_cache = !su.no_prefix_cache, .manual = true,
-                     .trace = getenv("TRACE_SCHED") ? stderr : NULL};
+                     .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL};
     f->e = f->tok && f->be && (f->pool || !su.n_blocks) ? sched_engine_create(&c, err) : NULL;
     CHECK_MSG(f->e, "%s", err);
     return f->e != NULL;
@@ -588,5 +590,54 @@ TEST(III7_sched_thread_runs_requests) {
         }
         CHECK_EQ_INT(pool_used(&f), 0);
     }
+    fx_close(&f);
+}
+
+/* The trace, the views of a basic cache and of a pool without the prefix
+ * cache, a request done at its first token, and the engine's own refusals. */
+TEST(III7_sched_trace_views_and_bad_configs) {
+    Fixture f;
+    const char *path = test_tmp_path("trace.txt");
+    FILE *trace = fopen(path, "w");
+    if (!fx_open(&f, (Setup){.slots = 2, .block_size = 4, .n_blocks = 16, .no_prefix_cache = true, .trace = trace})) {
+        fx_close(&f);
+        fclose(trace);
+        return;
+    }
+    Ask one = {.n_prompt = 5, .seed_prompt = 1, .max_tokens = 1}, two = {.n_prompt = 6, .seed_prompt = 2, .max_tokens = 3};
+    GenRequest *a = request(&f, &one, 0), *b = request(&f, &two, 1);
+    submit_ok(&f, a);
+    submit_ok(&f, b);
+    run_all(&f, 50);
+    fclose(trace);
+    Out o = {0};
+    CHECK(drain(a, &o) && o.n == 1 && gen_result(a)->status == 0);
+    size_t n;
+    char err[ERR_MAX];
+    char *text = file_read_all(path, &n, err);
+    CHECK_MSG(text && strstr(text, "tick 1 | admitted req-0 (slot 0, cached 0 of 5), req-1 (slot 1, cached 0 of 6)") &&
+                  strstr(text, "| ended req-0 (done) | slots 1/2, waiting 0, blocks used 2, cached 0, of 16"),
+              "%s", text ? text : err);
+    free(text);
+    Buf j = {0};
+    CHECK_EQ_INT(f.e->debug_json(f.e, "kv", &j), 0);
+    CHECK(strstr(j.data, "\"prefix_cache\":null}"));
+    buf_free(&j);
+    fx_close(&f);
+    if (!fx_open(&f, (Setup){.slots = 1, .ctx = 256})) { /* the basic cache: no pool, no tree */
+        fx_close(&f);
+        return;
+    }
+    CHECK_EQ_INT(f.e->debug_json(f.e, "kv", &j), 0);
+    CHECK(strstr(j.data, "\"kind\":\"basic\""));
+    buf_free(&j);
+    Ask huge = {.n_prompt = 300, .seed_prompt = 3, .max_tokens = 1};
+    GenRequest *h = request(&f, &huge, 2);
+    CHECK_EQ_INT(f.e->submit(f.e, h, err), 400);
+    CHECK_MSG(strstr(err, "the prompt has 300 tokens; this server holds 256 (--ctx)"), "%s", err);
+    SchedConfig bad = {.model = &f.m, .be = f.be, .kv_kind = "basic", .ctx = 64, .queue = 1, .max_concurrent = 0,
+                       .prefill_chunk = 1, .manual = true};
+    CHECK(sched_engine_create(&bad, err) == NULL);
+    CHECK_MSG(strstr(err, "--max-concurrent >= 1"), "%s", err);
     fx_close(&f);
 }
