@@ -100,7 +100,7 @@ try {
       if (!/\son\s[\s\S]+\d{4}-\d\d-\d\d/.test(f.caption) || !/model|make bench/.test(f.caption))
         bad(`a figure's caption does not say the machine, the model and the date: ${f.src}`);
     }
-    await page.screenshot({ path: path.join(shots, name.replace(/\.html$/, '.png')) });
+    await page.screenshot({ path: path.join(shots, name.replace(/\.html$/, '.png')), fullPage: true });
     await page.setViewport({ width: 390, height: 844, isMobile: true });
     await page.screenshot({ path: path.join(shots, name.replace(/\.html$/, '.phone.png')) });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
