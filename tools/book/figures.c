@@ -16,6 +16,7 @@
  *                the bench JSON when there is one, else measured here on M
  *   kv-paged     basic against paged KV, per-step ms by context: from the
  *                bench JSON's "kv" table only (make bench) */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,31 +50,26 @@ static char *slurp(FILE *f, size_t *len) {
     return s;
 }
 
-/* The JSON a command prints, or NULL (with a line on stderr). */
-static JsonValue *run_json(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
+/* The JSON in f (a file, or a command's output when cmd), or NULL with a line on stderr naming what. */
+static JsonValue *parse_from(FILE *f, bool cmd, const char *what) {
     size_t len;
-    char *text = slurp(p, &len);
-    int st = pclose(p);
+    char *text = slurp(f, &len);
+    int st = cmd ? pclose(f) : fclose(f);
     char err[256] = "";
     JsonValue *v = text && st == 0 ? json_parse(text, len, err) : NULL;
-    if (!v) fprintf(stderr, "book-figures: %s: %s\n", cmd, st ? "failed" : err);
+    if (!v) fprintf(stderr, "book-figures: %s: %s\n", what, st ? "failed" : err);
     free(text);
     return v;
 }
 
+static JsonValue *run_json(const char *cmd) {
+    FILE *p = popen(cmd, "r");
+    return p ? parse_from(p, true, cmd) : NULL;
+}
+
 static JsonValue *read_json(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t len;
-    char *text = slurp(f, &len);
-    fclose(f);
-    char err[256] = "";
-    JsonValue *v = text ? json_parse(text, len, err) : NULL;
-    if (!v) fprintf(stderr, "book-figures: %s: %s\n", path, err);
-    free(text);
-    return v;
+    return f ? parse_from(f, false, path) : NULL;
 }
 
 static double num(const JsonValue *o, const char *key) {
@@ -285,7 +281,7 @@ static int fig_decode_tps(const Options *o, const JsonValue *bench, const char *
     fclose(d);
     gp_head(g, "decode-tps", "chapter", "decode tokens/s");
     fprintf(g, "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
-               "set logscale y\nset yrange [1:*]\nset key top left autotitle columnheader\n"
+               "set logscale y\nset key top left autotitle columnheader\n"
                "plot for [i=2:%d] 'decode-tps.dat' using i:xtic(1)\n",
             ns + 1);
     fclose(g);
