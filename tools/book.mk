@@ -1,14 +1,23 @@
 # The book (included by the Makefile). See book/README.md.
-#> make book [STUDENT=1] [BOOK_COVERAGE=0]     the book in build/book/ (README as index.html, each chapter as
-#>                                             .md with its code pulled in and as HTML by pandoc, installed
-#>                                             from Debian as root if missing); its tables of exercises,
-#>                                             code lines, coverage and a sample grade are computed now
+#> make book [STUDENT=1] [BOOK_COVERAGE=0]     the book as a website in build/book/ (start at index.html):
+#>                                             every page with its code pulled in, a sidebar in the order of
+#>                                             book/README.md's table, each chapter's exercises and its diff,
+#>                                             figures measured now (from build/bench/bench.json when make
+#>                                             bench wrote it) and drawn by gnuplot; pandoc and gnuplot are
+#>                                             installed from Debian as root if missing; the tables of
+#>                                             exercises, code lines, coverage and a sample grade are computed
 #>                                             (BOOK_COVERAGE=0 skips the coverage runs); STUDENT=1: the
 #>                                             students' edition in build/book-student/, exercises as stubs
+#> make book-check                             loads every page of build/book in headless Chromium (installed
+#>                                             from Debian, puppeteer-core from npm): fails on a missing image,
+#>                                             a broken internal link, an empty section, a console error or a
+#>                                             figure without data; screenshots in build/book/shots/
 #> make book-links                             refresh the book's include links (file and lines) after
 #>                                             the code moved; make test fails while one is stale
 #> make book-coverage                          only the coverage runs whose figures the book shows
-#> make book-setup                             installs pandoc (as root)
+#> make book-figures                           only the figures: measured on the default model (or read from
+#>                                             make bench's JSON), drawn in build/book/figures/
+#> make book-setup                             installs pandoc and gnuplot (as root)
 
 STUDENT       ?=
 BOOK_COVERAGE ?= 1
@@ -22,11 +31,14 @@ BOOK_CHAPTERS  = $(foreach c,$(CHAPTERS),$(if $(shell grep -l '^/\* EXERCISE ' c
 $(BUILD)/tools/bookpp: $(BOOKPP_SRC) $(wildcard tools/chapters/*.h tools/exercises/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/chapters -Itools/exercises -o $@ $(filter %.c,$^)
-EXTRA_TOOLS += $(BUILD)/tools/bookpp
+$(BUILD)/tools/book-figures: tools/book/figures.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+EXTRA_TOOLS += $(BUILD)/tools/bookpp $(BUILD)/tools/book-figures
 
-.PHONY: book book-setup book-links book-coverage
+.PHONY: book book-setup book-links book-coverage book-figures book-check
 book-setup:
-	@command -v pandoc >/dev/null || tools/apt-install.sh book pandoc
+	@command -v pandoc >/dev/null && command -v gnuplot >/dev/null || tools/apt-install.sh book pandoc gnuplot-nox
 
 book-links: $(BUILD)/tools/bookpp
 	@$(BUILD)/tools/bookpp --update README.md $(BOOK_MD)
@@ -40,18 +52,17 @@ book-coverage: $(TEST_MODELS)
 	  $(MAKE) -s --no-print-directory chapter=$$c coverage >$(BOOK_OUT)/coverage-$$c.txt 2>&1 || \
 	  { tail -n 20 $(BOOK_OUT)/coverage-$$c.txt; exit 1; }; done
 
+# The figures: measured on the default model (and read from make bench's JSON
+# when there is one), drawn by gnuplot into $(BOOK_OUT)/figures/.
+BENCH_JSON ?= $(BUILD)/bench/bench.json
+book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(DEFAULT_MODEL)
+	@$(BUILD)/tools/book-figures --out $(BOOK_OUT)/figures --build $(BUILD) --model $(DEFAULT_MODEL) \
+	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON)
+
 # The sample grade (tools/book/grade-sample.sh) needs the grader, common/ and the test models.
-book: $(BUILD)/tools/bookpp book-setup $(if $(filter 1,$(BOOK_COVERAGE)),book-coverage) \
-		$(BUILD)/tools/exercises $(COMMON_LIB) $(TEST_MODELS)
-	@mkdir -p $(BOOK_OUT)
-	@to_root=$$(realpath --relative-to=$(BOOK_OUT) .); \
-	for f in README.md $(BOOK_MD); do \
-	  name=$$(basename $$f .md); [ $$f = README.md ] && name=index; \
-	  BUILD=$(BUILD) $(BUILD)/tools/bookpp $(if $(filter 1,$(STUDENT)),--student) --html $$to_root \
-	    --data $(BOOK_OUT) $$f > $(BOOK_OUT)/$$name.md || exit 1; \
-	  pandoc --standalone --metadata title="$$(head -n1 $$f | sed 's/^# //')" \
-	    -o $(BOOK_OUT)/$$name.html $(BOOK_OUT)/$$name.md || exit 1; \
-	done
+book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVERAGE)),book-coverage) \
+		$(BUILD)/tools/exercises $(BUILD)/tools/chapter-diff $(COMMON_LIB) $(TEST_MODELS)
+	@BUILD=$(BUILD) OUT=$(BOOK_OUT) CHAPTERS="$(CHAPTERS)" STUDENT=$(filter 1,$(STUDENT)) tools/book/site.sh
 	@echo "book: $(BOOK_OUT)/index.html"
 
 # Every include of the book resolves and its link is current: checked by make test.
@@ -59,3 +70,14 @@ $(BUILD)/tests/book: tests/book/test_book.c tests/harness.c $(BUILD)/tools/bookp
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ tests/book/test_book.c tests/harness.c
 EXTRA_TESTS += $(BUILD)/tests/book
+
+# The browser check: headless Chromium from Debian, driven by puppeteer-core
+# from npm (installed in build/node, beside the server tests' openai client).
+PUPPETEER = $(BUILD)/node/node_modules/puppeteer-core/package.json
+$(PUPPETEER):
+	@command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 || tools/apt-install.sh book-check npm
+	@mkdir -p $(BUILD)/node
+	npm install --prefix $(BUILD)/node --no-audit --no-fund --loglevel=error puppeteer-core@24
+book-check: book $(PUPPETEER)
+	@command -v chromium >/dev/null || tools/apt-install.sh book-check chromium
+	node tools/book/check.mjs $(BOOK_OUT) $$(command -v chromium)

@@ -34,6 +34,25 @@ static void check_well_formed(const char *html) {
     CHECK_EQ_INT(count(html, "<details"), count(html, "</details>"));
 }
 
+/* The fragment for the book's chapter pages: the same sections, each file
+ * folded in a <details> named by its path, no page around it, the headings a
+ * level down, and no style that reaches outside the diff's own classes. */
+TEST(htmldiff_fragment_folds_each_file) {
+    char err[512] = "";
+    const char *out = test_tmp_path("II.1..II.2.part.html");
+    CHECK_MSG(htmldiff_write_as("chapters", "II.1", "II.2", out, true, err, sizeof err) == 0, "%s", err);
+    char *html = chapfs_read(out, NULL), *full = page("chapters", "II.1", "II.2", "full.html");
+    if (!html || !full) return;
+    CHECK(strncmp(html, "<div class=\"chapdiff\">", 22) == 0 && !strstr(html, "<body") && !strstr(html, "<h2"));
+    CHECK_EQ_INT(count(html, "<details class=\"file\" id=\"file-"), count(full, "<h2 id=\"file-"));
+    CHECK(count(html, "<details class=\"file\"") > 1);
+    CHECK_EQ_INT(count(html, "<details"), count(html, "</details>"));
+    CHECK_EQ_INT(count(html, "<h4 id=\"fn-"), count(full, "<h3 id=\"fn-"));
+    CHECK(strstr(html, "<h3 id=\"summary\">") && !strstr(html, "body{") && !strstr(html, "\ncode,"));
+    free(html);
+    free(full);
+}
+
 TEST(htmldiff_real_chapters) {
     char *html = page("chapters", "II.1", "II.2", "II.1..II.2.html");
     if (!html) return;

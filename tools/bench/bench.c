@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -375,8 +376,18 @@ static void write_kv_json(FILE *f, const KvTable *t) {
 static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt, const KvTable *kv) {
     FILE *f = fopen(path, "w");
     if (!f) return;
-    fprintf(f, "{\"load_before\":%.2f,\"load_after\":%.2f,\"membw_gbps_1\":%.2f,\"membw_gbps_n\":%.2f,"
-               "\"membw_threads\":%d,\"rows\":[\n", load_before, load_after, gb1, gbn, nt);
+    /* when and where: the book's figures drawn from this file say both */
+    char date[32] = "", cpu[256] = "";
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d", localtime(&now));
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    for (char line[512]; ci && !cpu[0] && fgets(line, sizeof line, ci);)
+        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':'))
+            snprintf(cpu, sizeof cpu, "%.*s", (int)strcspn(strchr(line, ':') + 2, "\n\""), strchr(line, ':') + 2);
+    if (ci) fclose(ci);
+    fprintf(f, "{\"date\":\"%s\",\"cpu\":\"%s\",\"load_before\":%.2f,\"load_after\":%.2f,\"membw_gbps_1\":%.2f,"
+               "\"membw_gbps_n\":%.2f,\"membw_threads\":%d,\"rows\":[\n",
+            date, cpu, load_before, load_after, gb1, gbn, nt);
     for (int i = 0; i < n; i++) {
         const Row *r = &rows[i];
         fprintf(f,

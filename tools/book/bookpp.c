@@ -20,7 +20,8 @@
  * --student shows each function that is an exercise (see book/instructors.md)
  * as its stub and its task instead of its code: the students' edition.
  * --html rewrites relative links for a page in the rendered book: to another
- * book page, NAME.html (the README: index.html); to any other file,
+ * book page, NAME.html (the introduction: index.html; the project's README:
+ * project.html); to any other file,
  * TO_ROOT/path. --md does the same for markdown written elsewhere (book pages
  * stay NAME.md, beside it).
  *
@@ -30,6 +31,9 @@
  *   @coverage          line coverage per chapter from DATA/coverage-<chapter>.txt
  *                      (what `make chapter=X coverage` printed; --data DATA, default build/book)
  *   @output CMD        the output of the shell command CMD, as a text block
+ *   @figure NAME       the figure NAME that make book measured and drew (DATA/figures/NAME.md,
+ *                      written by tools/book/figures.c); with --html it must exist, elsewhere
+ *                      a line says where the figure goes
  * so the numbers the book gives about the code are computed, never typed.
  *
  * Exits non-zero, naming the file and line, when an include or a directive fails. */
@@ -402,6 +406,18 @@ static int gen_output(FILE *out, const char *cmd) {
     return pclose(p) == 0 && total > 0 ? 0 : -1;
 }
 
+static int gen_figure(FILE *out, const char *name) {
+    char *path = chapfs_printf("%s/figures/%s.md", data_dir, name);
+    char *text = chapfs_read(path, NULL);
+    int rc = 0;
+    if (text) fputs(text, out);
+    else if (html) rc = -1;
+    else fprintf(out, "*[The figure `%s`: `make book` measures and draws it.]*\n", name);
+    free(text);
+    free(path);
+    return rc;
+}
+
 /* A line "<!-- @NAME ARGS -->": generates its text. 1 if it is not a directive. */
 static int directive(const char *line, FILE *out) {
     size_t len = strlen(line);
@@ -414,6 +430,7 @@ static int directive(const char *line, FILE *out) {
     else if (strcmp(body, "code-lines") == 0) gen_code_lines(out);
     else if (strcmp(body, "coverage") == 0) gen_coverage(out);
     else if (strcmp(body, "output") == 0 && *args) rc = gen_output(out, args);
+    else if (strcmp(body, "figure") == 0 && *args) rc = gen_figure(out, args);
     else rc = -1;
     free(body);
     return rc;
@@ -454,7 +471,8 @@ static char *html_target(const char *md, const char *target) {
     char *out;
     size_t rl = repo ? strlen(repo) : 0;
     if (!repo) out = chapfs_strdup(target);
-    else if (html && strcmp(repo, "README.md") == 0) out = chapfs_printf("index.html%s", anchor);
+    else if (html && strcmp(repo, "README.md") == 0) out = chapfs_printf("project.html%s", anchor);
+    else if (html && strcmp(repo, "book/introduction.md") == 0) out = chapfs_printf("index.html%s", anchor);
     else if (strncmp(repo, "book/", 5) == 0 && !strchr(repo + 5, '/') && rl > 3 && strcmp(repo + rl - 3, ".md") == 0)
         out = chapfs_printf("%.*s.%s%s", (int)(rl - 8), repo + 5, html ? "html" : "md", anchor);
     else out = chapfs_printf("%s/%s%s", to_root, repo, anchor);

@@ -1,12 +1,14 @@
 /* chapter-diff: what one chapter changes relative to another.
  *
- *   chapter-diff [--chapters-dir DIR] [--html OUT_DIR] [--color WHEN] [FROM] TO
+ *   chapter-diff [--chapters-dir DIR] [--html OUT_DIR [--fragment]] [--color WHEN] [FROM] TO
  *
  * FROM defaults to the chapter before TO in book order. Without --html it runs
  * `diff -ruNp` on the two directories (MANIFEST and hidden files left out;
  * absent files count as empty, so an added file shows whole), coloured unless
  * WHEN is "never" or NO_COLOR is set. With --html it writes
- * OUT_DIR/FROM..TO.html, the side-by-side page (see htmldiff.h). */
+ * OUT_DIR/FROM..TO.html, the side-by-side page (see htmldiff.h); with
+ * --fragment too, OUT_DIR/FROM..TO.part.html, the part of it that `make book`
+ * puts in a chapter's page. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,11 +23,14 @@
 
 typedef struct {
     const char *dir, *html_dir, *color, *from, *to;
+    bool fragment; /* --fragment: the part the book's chapter pages show (see htmldiff.h) */
 } Options;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: chapter-diff [--chapters-dir DIR] [--html OUT_DIR] [--color always|never|auto] [FROM] TO\n"
-               "FROM defaults to the chapter before TO.\n");
+    fprintf(f, "usage: chapter-diff [--chapters-dir DIR] [--html OUT_DIR [--fragment]] [--color always|never|auto]\n"
+               "                    [FROM] TO\n"
+               "FROM defaults to the chapter before TO. --fragment: OUT_DIR/FROM..TO.part.html, the diff\n"
+               "folded by file, to put in a page (the book's chapter pages).\n");
 }
 
 /* Returns 0, 1 after printing help, or 2 on a usage error. */
@@ -38,6 +43,7 @@ static int parse_args(int argc, char **argv, Options *o) {
         if (strcmp(a, "--chapters-dir") == 0 && has_value) o->dir = argv[++i];
         else if (strcmp(a, "--html") == 0 && has_value) o->html_dir = argv[++i];
         else if (strcmp(a, "--color") == 0 && has_value) o->color = argv[++i];
+        else if (strcmp(a, "--fragment") == 0) o->fragment = true;
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) rc = 1;
         else if (a[0] == '-') {
             fprintf(stderr, "chapter-diff: unknown option or missing value: %s\n", a);
@@ -135,9 +141,9 @@ static int write_html(const Options *o) {
         fprintf(stderr, "chapter-diff: cannot create %s: %s\n", o->html_dir, strerror(errno));
         return 2;
     }
-    char *out = chapfs_printf("%s/%s..%s.html", o->html_dir, o->from, o->to);
+    char *out = chapfs_printf("%s/%s..%s.%s", o->html_dir, o->from, o->to, o->fragment ? "part.html" : "html");
     char err[512];
-    int rc = htmldiff_write(o->dir, o->from, o->to, out, err, sizeof err);
+    int rc = htmldiff_write_as(o->dir, o->from, o->to, out, o->fragment, err, sizeof err);
     if (rc == 0) printf("wrote %s\n", out);
     else fprintf(stderr, "chapter-diff: %s\n", err);
     free(out);
@@ -151,6 +157,10 @@ int main(int argc, char **argv) {
     if (rc == 2) usage(stderr);
     if (rc) return rc == 1 ? 0 : 2;
     rc = resolve_chapters(&o);
+    if (rc == 0 && o.fragment && !o.html_dir) {
+        fprintf(stderr, "chapter-diff: --fragment goes with --html OUT_DIR\n");
+        rc = 2;
+    }
     if (rc == 0) rc = o.html_dir ? write_html(&o) : run_diff(&o);
     free((char *)o.from);
     free((char *)o.to);

@@ -33,6 +33,7 @@ typedef struct {
     const char *from, *to;
     FileEntry *files;
     int n_files;
+    int h; /* the level of the page's section headings: 2, or 3 in a fragment */
 } Page;
 
 /* ---- escaping and small writers ------------------------------------------ */
@@ -71,11 +72,15 @@ static void write_id(FILE *f, const char *prefix, const char *file, const char *
     }
 }
 
-static const char *const STYLE =
+/* The page's own style; STYLE_DIFF is the diff's, which a fragment carries
+ * into the book's pages (classes only, so it leaves the page around it alone). */
+static const char *const STYLE_PAGE =
     "body{font-family:system-ui,sans-serif;margin:1.5em;color:#1f2328}\n"
     "h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #d0d7de}\n"
     "h3{font-size:1em;margin:1.2em 0 .3em}\n"
-    "code,pre,td.c{font-family:ui-monospace,Consolas,monospace;font-size:12.5px}\n"
+    "code,pre{font-family:ui-monospace,Consolas,monospace;font-size:12.5px}\n";
+static const char *const STYLE_DIFF =
+    "td.c{font-family:ui-monospace,Consolas,monospace;font-size:12.5px}\n"
     "table.sbs,table.uni,table.file{border-collapse:collapse;width:100%;table-layout:fixed;"
     "border:1px solid #d0d7de}\n"
     "td.c{white-space:pre-wrap;word-break:break-all;tab-size:4;padding:0 .5em;vertical-align:top}\n"
@@ -303,13 +308,13 @@ static void badge(FILE *f, const char *what) { fprintf(f, " <span class=\"badge 
 
 /* One function's heading and table: both sides, or one when it was added or removed. */
 static void write_function(FILE *f, const Page *pg, const FileEntry *e, const FnDiff *d) {
-    fputs("<h3 id=\"", f);
+    fprintf(f, "<h%d id=\"", pg->h + 1);
     write_id(f, "fn-", e->path, d->key);
     fputs("\"><code>", f);
     esc(f, d->name);
     fputs("</code>", f);
     badge(f, cfuncs_status_name(d->status));
-    fputs("</h3>\n", f);
+    fprintf(f, "</h%d>\n", pg->h + 1);
     Lines a = {0}, b = {0};
     if (d->old) lines_split(e->old + d->old->start, d->old->end - d->old->start, &a);
     if (d->new) lines_split(e->new + d->new->start, d->new->end - d->new->start, &b);
@@ -332,9 +337,9 @@ static void write_unchanged_functions(FILE *f, const FileEntry *e) {
     strlist_free(&same);
 }
 
-static void write_outside(FILE *f, const FileEntry *e) {
-    fputs("<h3>Outside functions <span class=\"note\">(comments, includes, macros, types; "
-          "<code>[function f]</code> marks where a function sits)</span></h3>\n", f);
+static void write_outside(FILE *f, const Page *pg, const FileEntry *e) {
+    fprintf(f, "<h%d>Outside functions <span class=\"note\">(comments, includes, macros, types; "
+               "<code>[function f]</code> marks where a function sits)</span></h%d>\n", pg->h + 1, pg->h + 1);
     Lines a, b;
     lines_split(e->old_skel, strlen(e->old_skel), &a);
     lines_split(e->new_skel, strlen(e->new_skel), &b);
@@ -346,7 +351,7 @@ static void write_outside(FILE *f, const FileEntry *e) {
 static void write_changed_c(FILE *f, const Page *pg, const FileEntry *e) {
     for (int i = 0; i < e->n_fd; i++)
         if (e->fd[i].status != FN_SAME) write_function(f, pg, e, &e->fd[i]);
-    if (e->outside_changed) write_outside(f, e);
+    if (e->outside_changed) write_outside(f, pg, e);
     write_unchanged_functions(f, e);
 }
 
@@ -378,14 +383,7 @@ static const char *status_name(FileStatus s) {
     return s == F_ADDED ? "added" : s == F_REMOVED ? "removed" : s == F_CHANGED ? "changed" : "unchanged";
 }
 
-static void write_file_section(FILE *f, const Page *pg, const FileEntry *e) {
-    fputs("<h2 id=\"", f);
-    write_id(f, "file-", e->path, NULL);
-    fputs("\"><code>", f);
-    esc(f, e->path);
-    fputs("</code>", f);
-    badge(f, status_name(e->status));
-    fputs("</h2>\n", f);
+static void write_file_body(FILE *f, const Page *pg, const FileEntry *e) {
     if (e->status == F_ADDED) {
         write_whole(f, e->new, e->new_len, "ins");
     } else if (e->status == F_REMOVED) {
@@ -397,6 +395,19 @@ static void write_file_section(FILE *f, const Page *pg, const FileEntry *e) {
     } else {
         write_changed_text(f, e);
     }
+}
+
+/* A file's section: under its heading, or folded (a <details> whose summary names it). */
+static void write_file_section(FILE *f, const Page *pg, const FileEntry *e, bool fold) {
+    fputs(fold ? "<details class=\"file\" id=\"" : "<h2 id=\"", f);
+    write_id(f, "file-", e->path, NULL);
+    fputs(fold ? "\"><summary><code>" : "\"><code>", f);
+    esc(f, e->path);
+    fputs("</code>", f);
+    badge(f, status_name(e->status));
+    fputs(fold ? "</summary>\n" : "</h2>\n", f);
+    write_file_body(f, pg, e);
+    if (fold) fputs("</details>\n", f);
 }
 
 /* ---- summary ------------------------------------------------------------- */
@@ -448,8 +459,8 @@ static void write_summary_row(FILE *f, const FileEntry *e) {
 static void write_summary(FILE *f, const Page *pg) {
     int count[4] = {0};
     for (int i = 0; i < pg->n_files; i++) count[pg->files[i].status]++;
-    fprintf(f, "<h2 id=\"summary\">Summary</h2>\n<p>%d added, %d removed, %d changed, %d unchanged files.</p>\n",
-            count[F_ADDED], count[F_REMOVED], count[F_CHANGED], count[F_SAME]);
+    fprintf(f, "<h%d id=\"summary\">Summary</h%d>\n<p>%d added, %d removed, %d changed, %d unchanged files.</p>\n",
+            pg->h, pg->h, count[F_ADDED], count[F_REMOVED], count[F_CHANGED], count[F_SAME]);
     fputs("<table class=\"summary\"><thead><tr><th>file</th><th>status</th><th>what</th></tr></thead><tbody>\n", f);
     for (int i = 0; i < pg->n_files; i++)
         if (pg->files[i].status != F_SAME) write_summary_row(f, &pg->files[i]);
@@ -470,9 +481,9 @@ static void write_manifest(FILE *f, const Page *pg, const char *chapters_dir) {
     char *path = chapfs_printf("%s/%s/MANIFEST", chapters_dir, pg->to);
     char *text = chapfs_read(path, NULL);
     free(path);
-    fputs("<h2 id=\"manifest\">Manifest of ", f);
+    fprintf(f, "<h%d id=\"manifest\">Manifest of ", pg->h);
     esc(f, pg->to);
-    fputs("</h2>\n", f);
+    fprintf(f, "</h%d>\n", pg->h);
     if (!text) {
         fputs("<p class=\"bad\">No MANIFEST.</p>\n", f);
         return;
@@ -500,22 +511,27 @@ static void write_manifest(FILE *f, const Page *pg, const char *chapters_dir) {
     strlist_free(&problems);
 }
 
-static void write_page(FILE *f, const Page *pg, const char *chapters_dir) {
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
-    esc(f, pg->from);
-    fputs(" &#8594; ", f);
-    esc(f, pg->to);
-    fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>Chapter ", STYLE);
-    esc(f, pg->from);
-    fputs(" &#8594; ", f);
-    esc(f, pg->to);
-    fputs("</h1>\n<p class=\"note\">What the chapter adds and changes. Changed functions are shown whole, old "
+static void write_page(FILE *f, const Page *pg, const char *chapters_dir, bool fragment) {
+    if (fragment) {
+        fprintf(f, "<div class=\"chapdiff\">\n<style>\n%s</style>\n", STYLE_DIFF);
+    } else {
+        fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
+        esc(f, pg->from);
+        fputs(" &#8594; ", f);
+        esc(f, pg->to);
+        fprintf(f, "</title>\n<style>\n%s%s</style>\n</head>\n<body>\n<h1>Chapter ", STYLE_PAGE, STYLE_DIFF);
+        esc(f, pg->from);
+        fputs(" &#8594; ", f);
+        esc(f, pg->to);
+        fputs("</h1>\n", f);
+    }
+    fputs("<p class=\"note\">What the chapter adds and changes. Changed functions are shown whole, old "
           "on the left, new on the right.</p>\n", f);
     write_summary(f, pg);
     write_manifest(f, pg, chapters_dir);
     for (int i = 0; i < pg->n_files; i++)
-        if (pg->files[i].status != F_SAME) write_file_section(f, pg, &pg->files[i]);
-    fputs("</body>\n</html>\n", f);
+        if (pg->files[i].status != F_SAME) write_file_section(f, pg, &pg->files[i], fragment);
+    fputs(fragment ? "</div>\n" : "</body>\n</html>\n", f);
 }
 
 static int fail(char *err, size_t err_len, const char *fmt, const char *a, const char *b) {
@@ -525,6 +541,11 @@ static int fail(char *err, size_t err_len, const char *fmt, const char *a, const
 
 int htmldiff_write(const char *chapters_dir, const char *from, const char *to, const char *out_path, char *err,
                    size_t err_len) {
+    return htmldiff_write_as(chapters_dir, from, to, out_path, false, err, err_len);
+}
+
+int htmldiff_write_as(const char *chapters_dir, const char *from, const char *to, const char *out_path, bool fragment,
+                      char *err, size_t err_len) {
     char *old_dir = chapfs_printf("%s/%s", chapters_dir, from), *new_dir = chapfs_printf("%s/%s", chapters_dir, to);
     int rc = 0;
     if (!chapfs_is_dir(old_dir) || !chapfs_is_dir(new_dir)) {
@@ -535,9 +556,9 @@ int htmldiff_write(const char *chapters_dir, const char *from, const char *to, c
         if (!f) {
             rc = fail(err, err_len, "cannot write %s%s", out_path, "");
         } else {
-            Page pg = {.from = from, .to = to};
+            Page pg = {.from = from, .to = to, .h = fragment ? 3 : 2};
             load_page(&pg, old_dir, new_dir);
-            write_page(f, &pg, chapters_dir);
+            write_page(f, &pg, chapters_dir, fragment);
             for (int i = 0; i < pg.n_files; i++) free_entry(&pg.files[i]);
             free(pg.files);
             if (fclose(f) != 0) rc = fail(err, err_len, "cannot write %s%s", out_path, "");

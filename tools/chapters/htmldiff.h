@@ -8,6 +8,7 @@
 #ifndef HTMLDIFF_H
 #define HTMLDIFF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -15,6 +16,12 @@
  * Returns 0, or -1 with a message in err. */
 int htmldiff_write(const char *chapters_dir, const char *from, const char *to, const char *out_path, char *err,
                    size_t err_len);
+
+/* The same, or with fragment a part to put in another page (the book's chapter
+ * pages): no <html> around it, its style scoped to its own classes, and each
+ * file folded in a <details> that names it. */
+int htmldiff_write_as(const char *chapters_dir, const char *from, const char *to, const char *out_path, bool fragment,
+                      char *err, size_t err_len);
 
 /* Writes s[0..n) with &, <, >, " and ' escaped. */
 void htmldiff_escape(FILE *f, const char *s, size_t n);
