@@ -72,6 +72,9 @@
  * alone leave the core waiting, so the kernels ask for the bytes this far
  * ahead of the ones they read (found by measuring on the bench machine). */
 #define PREFETCH_BYTES 4096
+/* From this many rows on, a quantized matmul decodes each weight once into a
+ * buffer for all row tiles (K(qcols_tile)); found by measuring, like PREFETCH_BYTES. */
+#define QPRE_ROWS 16
 
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
@@ -134,7 +137,7 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
     for (; k + VF_N <= in; k += VF_N) {
         VF wv[FT_C];
         UNROLL for (int c = 0; c < C; c++) {
-            if (R == 1) /* decode: stream the weights, asking ahead (see PREFETCH_BYTES) */
+            if (i0 == 0) /* the first row tile streams the weights: ask ahead (see PREFETCH_BYTES) */
                 _mm_prefetch((const char *)wr[c] + (size_t)k * es + PREFETCH_BYTES, _MM_HINT_T0);
             wv[c] = K(load_w)(t, wr[c], k);
         }
@@ -447,8 +450,8 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
             if (pre) {
                 wc[c] = pre[(size_t)c * nch + ch];
             } else {
-                /* ask for the bytes a few chunks ahead now: memory is slow to answer */
-                _mm_prefetch((const char *)wr[c] + (size_t)ch * chunk_bytes + PREFETCH_BYTES, _MM_HINT_T0);
+                /* the first row tile asks for the bytes a few chunks ahead: memory is slow to answer */
+                if (i0 == 0) _mm_prefetch((const char *)wr[c] + (size_t)ch * chunk_bytes + PREFETCH_BYTES, _MM_HINT_T0);
                 K(decode)(t, wr[c], ch, nb, &wc[c]);
             }
         }
@@ -463,13 +466,15 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
-/* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. With more rows
- * than one tile, the C weight rows are decoded once into pre and every row
- * tile reads them from there (prefill: each weight byte decoded once per
- * call); the values and the arithmetic are the same either way. */
+/* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. With many rows
+ * (QPRE_ROWS or more), the C weight rows are decoded once into pre and every
+ * row tile reads them from there (prefill: each weight byte decoded once per
+ * call); with fewer (a batch of decode steps) each row tile decodes them
+ * again, from the cache, which costs less than storing and reloading them.
+ * The values and the arithmetic are the same either way. */
 INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Tensor *w, int o0, K(WChunk) *pre) {
     int i = 0, n = a->n;
-    if (n > QT_R) {
+    if (n >= QPRE_ROWS) {
         int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
         for (int c = 0; c < C; c++)
             for (int ch = 0; ch < nch; ch++) K(decode)(t, tensor_row(w, o0 + c), ch, nb, &pre[(size_t)c * nch + ch]);
@@ -491,7 +496,7 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
 
 INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     K(WChunk) *pre = NULL;
-    if (a->n > QT_R) {
+    if (a->n >= QPRE_ROWS) {
         size_t nch = (size_t)(a->in / 32 + QB - 1) / QB;
         pre = aligned_alloc(64, sizeof(K(WChunk)) * QT_C * nch);
         if (!pre) {
@@ -642,6 +647,7 @@ static const SimdKernels K(kernels) = {
 #undef QT_C
 #undef QCHUNK
 #undef PREFETCH_BYTES
+#undef QPRE_ROWS
 #undef SIGNED_Q8_0
 #undef INLINE
 #undef UNROLL
