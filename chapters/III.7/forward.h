@@ -29,7 +29,8 @@ int forward_extend(const Qwen3Model *m, Backend *be, KvCache *kv, const int32_t 
  * forward_extend() gives for that token alone. The B rows share every weight
  * matmul, so each weight is read from memory once for all of them; attention
  * stays per cache. Returns -1 with err naming the first cache without room
- * for one more position; then nothing has changed. */
+ * for one more position; then every cache holds what it held, the room
+ * reserved in the others given back. */
 int forward_decode_batch(const Qwen3Model *m, Backend *be, KvCache *const *kvs, const int32_t *tokens, int B,
                          float *logits, char *err);
 
