@@ -73,7 +73,8 @@
  * ahead of the ones they read (found by measuring on the bench machine). */
 #define PREFETCH_BYTES 4096
 /* From this many rows on, a quantized matmul decodes each weight once into a
- * buffer for all row tiles (K(qcols_tile)); found by measuring, like PREFETCH_BYTES. */
+ * buffer for all row tiles (K(qcols_tile)); found by measuring, like
+ * PREFETCH_BYTES. The backend tests' batches of 1 to 16 rows run both ways. */
 #define QPRE_ROWS 16
 
 #define INLINE static inline __attribute__((always_inline))
@@ -137,7 +138,7 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
     for (; k + VF_N <= in; k += VF_N) {
         VF wv[FT_C];
         UNROLL for (int c = 0; c < C; c++) {
-            if (i0 == 0) /* the first row tile streams the weights: ask ahead (see PREFETCH_BYTES) */
+            if (R == 1) /* decode: stream the weights, asking ahead (see PREFETCH_BYTES) */
                 _mm_prefetch((const char *)wr[c] + (size_t)k * es + PREFETCH_BYTES, _MM_HINT_T0);
             wv[c] = K(load_w)(t, wr[c], k);
         }
@@ -450,8 +451,8 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
             if (pre) {
                 wc[c] = pre[(size_t)c * nch + ch];
             } else {
-                /* the first row tile asks for the bytes a few chunks ahead: memory is slow to answer */
-                if (i0 == 0) _mm_prefetch((const char *)wr[c] + (size_t)ch * chunk_bytes + PREFETCH_BYTES, _MM_HINT_T0);
+                /* ask for the bytes a few chunks ahead now: memory is slow to answer */
+                _mm_prefetch((const char *)wr[c] + (size_t)ch * chunk_bytes + PREFETCH_BYTES, _MM_HINT_T0);
                 K(decode)(t, wr[c], ch, nb, &wc[c]);
             }
         }
