@@ -856,6 +856,7 @@ static Summary summarize(const Options *o, const Request *req) {
 }
 
 static const char *count_source(const Summary *s) {
+    if (s->completed == 0) return "none";
     return s->from_usage == s->completed ? "usage" : s->from_usage == 0 ? "chunks" : "mixed";
 }
 
@@ -867,9 +868,10 @@ static void report_text(const Options *o, const char *model, const Summary *s) {
            o->shared_prefix * 100, o->output_tokens, model, o->url);
     printf("completed      %d of %d, %d errors, wall %.3f s (first request sent to last byte)\n",
            s->completed, o->n_requests, s->errors, s->wall_s);
+    const char *src = count_source(s);
     printf("output         %lld tokens (counted from %s), %.1f tokens/s aggregate, %.2f requests/s\n",
-           s->output_tokens, !strcmp(count_source(s), "chunks") ? "content chunks" :
-           !strcmp(count_source(s), "usage") ? "usage" : "usage where sent, else chunks",
+           s->output_tokens, !strcmp(src, "chunks") ? "content chunks" : !strcmp(src, "usage") ? "usage" :
+           !strcmp(src, "none") ? "no completed request" : "usage where sent, else chunks",
            per_s((double)s->output_tokens, s->wall_s), per_s(s->completed, s->wall_s));
     if (s->n_prompt) printf("prompt         %.1f tokens per request (usage)\n", (double)s->prompt_tokens / s->n_prompt);
     printf("%-14s %9s %9s %9s %9s %9s %9s\n", "ms", "mean", "min", "p50", "p90", "p99", "max");
