@@ -1,5 +1,5 @@
 # Fuzzing (included by the Makefile): libFuzzer targets for the parsers, in
-# tests/fuzz/ (see tests/fuzz/fuzz.h and book/reliability notes in the README).
+# tests/fuzz/ (see tests/fuzz/fuzz.h and the README section "Reliability").
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="gguf json"]
 #                       builds the targets with clang (libFuzzer + ASan + UBSan; clang is
@@ -12,9 +12,11 @@
 # fuzz_http.c, once common/http exists) needs only its file and a seed
 # directory tests/fuzz/corpus/NAME: the rules below and the replay test pick it up.
 #
-# `make test` replays every seed and every input in tests/fuzz/regress/NAME (the
-# inputs that once crashed, each named after its cause) through each target,
-# built with the normal compiler: build/tests/fuzz-NAME.
+# `make test` replays every seed and every input in tests/fuzz/regress/NAME
+# through each target, built with the normal compiler: build/tests/fuzz-NAME.
+# When the fuzzer finds something: copy build/fuzz/crashes/NAME/crash-... to
+# tests/fuzz/regress/NAME/<what-was-wrong> (the name says the cause), fix the
+# code, and the replay test keeps it fixed (under SANITIZE=1 for leaks).
 
 FUZZ_ALL      := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_TARGETS  ?= $(FUZZ_ALL)
@@ -23,7 +25,6 @@ FUZZ_DIR      := build/fuzz
 FUZZ_CC       ?= clang
 FUZZ_CFLAGS   := -O1 -g -std=c11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP \
                  -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_VOCAB    := tests/fuzz/corpus/gguf/f32-vocab512.gguf
 FUZZ_HDR      := tests/fuzz/fuzz.h
 
 # The replay tests: one binary per target, in make test.
@@ -54,7 +55,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 	ar rcs $@ $^
 
 $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_HDR) $(FUZZ_LIB) | fuzz-setup
-	$(FUZZ_CC) $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) -fsanitize=fuzzer -DFUZZ_VOCAB='"$(FUZZ_VOCAB)"' \
+	$(FUZZ_CC) $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) -fsanitize=fuzzer \
 	  -Itests/fuzz -Icommon -o $@ $< $(FUZZ_LIB) $(LDLIBS)
 
 fuzz-build: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz-$(t))

@@ -39,8 +39,8 @@ static inline bool fuzz_valid_utf8(const char *s, size_t n) {
 
 /* The vocabulary the tokenizer and chat targets use: the one of a seed model
  * (a byte-level BPE vocabulary made by tools/mkmodel, with Qwen's special
- * tokens), loaded once. FUZZ_VOCAB is set by tools/fuzz.mk; runs start at the
- * top of the repository. */
+ * tokens), loaded once; the fuzzers and the replay tests run from the top of
+ * the repository. */
 #ifndef FUZZ_VOCAB
 #define FUZZ_VOCAB "tests/fuzz/corpus/gguf/f32-vocab512.gguf"
 #endif
