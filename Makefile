@@ -10,6 +10,7 @@ BUILD   ?= build
 # make test SANITIZE=1: AddressSanitizer + UBSan; SANITIZE=thread: ThreadSanitizer.
 # Each builds into its own tree so its objects never mix with the normal ones
 # (the run-time options are in tools/sanitize.mk).
+SANITIZE           ?=
 SAN_KIND           := $(if $(filter 1 address,$(SANITIZE)),address,$(SANITIZE))
 SAN_CFLAGS_address := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 SAN_CFLAGS_thread  := -fsanitize=thread -fno-omit-frame-pointer

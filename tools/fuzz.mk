@@ -1,12 +1,12 @@
 # Fuzzing (included by the Makefile): libFuzzer targets for the parsers, in
 # tests/fuzz/ (see tests/fuzz/fuzz.h and the README section "Reliability").
-#
-#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="gguf json"]
-#                       builds the targets with clang (libFuzzer + ASan + UBSan; clang is
-#                       installed from Debian when missing) and fuzzes each for FUZZ_SECONDS,
-#                       starting from tests/fuzz/corpus/NAME; new inputs go to
-#                       build/fuzz/corpus/NAME, crashes to build/fuzz/crashes/NAME
-#   make fuzz-seeds     remakes the seed corpora with the project's tools (tools/fuzz-seeds.sh)
+#> make fuzz [FUZZ_SECONDS=60]                 each fuzz target (tests/fuzz/) for that long under
+#>                                             libFuzzer + ASan + UBSan, from its seeds; new inputs in
+#>                                             build/fuzz/corpus/, crashes in build/fuzz/crashes/
+#>   FUZZ_TARGETS="gguf json"                  only these targets (default: every one)
+#> make fuzz-build                             only build the fuzz targets (build/fuzz/fuzz-NAME)
+#> make fuzz-setup                             installs clang (as root) if it is missing
+#> make fuzz-seeds                             remake the seed corpora with mkmodel and model-generate
 #
 # Targets: every tests/fuzz/fuzz_NAME.c. A new one (the HTTP request parser's,
 # fuzz_http.c, once common/http exists) needs only its file and a seed
@@ -34,11 +34,11 @@ $(BUILD)/tests/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_HDR) tests
 EXTRA_TESTS += $(foreach t,$(FUZZ_ALL),$(BUILD)/tests/fuzz-$(t))
 
 .PHONY: fuzz fuzz-setup fuzz-build fuzz-seeds
+# A $(FUZZ_CC) that links libFuzzer is enough (any clang); else Debian's clang.
 fuzz-setup:
-	@if ! command -v $(FUZZ_CC) >/dev/null 2>&1 || ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' | \
-	    $(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq clang libclang-rt-dev; \
-	  else echo "fuzz: clang with libFuzzer is missing; as root: apt-get install clang libclang-rt-dev" >&2; exit 1; fi; fi
+	@echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }' | \
+	  $(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null || \
+	  tools/apt-install.sh fuzz clang libclang-rt-dev
 
 # common/ built by clang with coverage instrumentation, in its own tree. The
 # fuzzed code needs no backend, and clang 14 does not know every CPU feature
@@ -54,9 +54,10 @@ $(FUZZ_LIB): $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz_%.c $(FUZZ_HDR) $(FUZZ_LIB) | fuzz-setup
-	$(FUZZ_CC) $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) -fsanitize=fuzzer \
-	  -Itests/fuzz -Icommon -o $@ $< $(FUZZ_LIB) $(LDLIBS)
+# Each with libFuzzer's main; libfuzzer_help.c makes --help answer like every program here.
+$(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/libfuzzer_help.c $(FUZZ_HDR) $(FUZZ_LIB) | fuzz-setup
+	$(FUZZ_CC) $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) -fsanitize=fuzzer -DFUZZ_NAME='"$*"' \
+	  -Itests/fuzz -Icommon -o $@ $(filter %.c,$^) $(FUZZ_LIB) $(LDLIBS)
 
 fuzz-build: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz-$(t))
 

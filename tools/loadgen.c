@@ -923,7 +923,8 @@ static void json_request(Buf *b, int i, const Request *r) {
     json_key(b, "ok");
     buf_puts(b, request_ok(r) ? "true" : "false");
     json_num(b, "sent_ms", r->t_sent);
-    json_num(b, "ttft_ms", r->chunks ? r->t_first - r->t_sent : -1);
+    if (r->chunks) json_num(b, "ttft_ms", r->t_first - r->t_sent);
+    else json_str(b, "ttft_ms", NULL);
     json_num(b, "latency_ms", r->t_end - r->t_sent);
     json_num(b, "content_chunks", r->chunks);
     json_num(b, "usage_completion_tokens", r->usage_completion);

@@ -1,7 +1,7 @@
 # The load generator (included by the Makefile): see tools/loadgen.c and the
 # README's "Load generator" section.
-#
-#   build/tools/loadgen --url http://127.0.0.1:8080 -n 64 -c 8 --prompt-tokens 128 --output-tokens 64
+#> make build/tools/loadgen                    the load generator for OpenAI-compatible chat servers
+#>                                             on this machine (build/tools/loadgen --help)
 #
 # Its test runs it against fake servers of the test's own making (tests/loadgen).
 

@@ -1,9 +1,9 @@
 # Sanitizer runs (included by the Makefile, which sets the flags and the
 # build tree: SANITIZE=1 -> build/san-address, SANITIZE=thread -> build/san-thread).
-#
-#   make test SANITIZE=1        the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
-#   make test SANITIZE=thread   the whole suite under ThreadSanitizer
-#   tools/ci-sanitize.sh        both, timed (what CI runs)
+#> make test SANITIZE=1                        the whole suite under AddressSanitizer + UBSan, built
+#>                                             in build/san-address (any target takes SANITIZE=)
+#> make test SANITIZE=thread                   the whole suite under ThreadSanitizer (build/san-thread)
+#> tools/ci-sanitize.sh                        both, then a short make fuzz, timed (what CI runs)
 #
 # The tests find the programs and models of the sanitized tree through
 # BUILD_DIR. The exercise grader (tools/exercises/grade.sh), which the tests

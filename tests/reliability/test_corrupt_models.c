@@ -86,8 +86,23 @@ static size_t damage(uint64_t *s, const char *clean, size_t len, size_t head, ch
 
 typedef struct {
     char path[512];
-    bool has_kv;   /* knows --kv */
+    char kinds[8][16];  /* its --kv modes, from its --help ("modes: basic (default) ..."); none: no --kv */
+    int n_kinds;
 } Program;
+
+static void read_kv_modes(Program *p) {
+    char cmd[600], line[256];
+    snprintf(cmd, sizeof cmd, "'%s' --help 2>&1", p->path);
+    FILE *f = popen(cmd, "r");
+    p->n_kinds = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        const char *m = strstr(line, "modes:");
+        if (!m) continue;
+        for (char *w = strtok((char *)m + 6, " \t\n"); w && p->n_kinds < 8; w = strtok(NULL, " \t\n"))
+            if (w[0] != '(') snprintf(p->kinds[p->n_kinds++], sizeof p->kinds[0], "%s", w);
+    }
+    if (f) pclose(f);
+}
 
 /* Every chapter's model-generate in the build tree. */
 static int find_programs(Program *p, int max) {
@@ -97,12 +112,7 @@ static int find_programs(Program *p, int max) {
         if (e->d_name[0] == '.') continue;
         snprintf(p[n].path, sizeof p[n].path, "%s/%s/model-generate", test_build_dir(), e->d_name);
         if (access(p[n].path, X_OK) != 0) continue;
-        char cmd[600], line[256];
-        snprintf(cmd, sizeof cmd, "'%s' --help 2>&1", p[n].path);
-        FILE *f = popen(cmd, "r");
-        p[n].has_kv = false;
-        while (f && fgets(line, sizeof line, f)) p[n].has_kv |= strstr(line, "--kv") != NULL;
-        if (f) pclose(f);
+        read_kv_modes(&p[n]);
         n++;
     }
     if (d) closedir(d);
@@ -193,17 +203,25 @@ TEST(corrupt_models_are_refused_or_run) {
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(buf, 1, n, f) != n) test_fail(__FILE__, __LINE__, "cannot write %s", path);
         if (f) fclose(f);
+        /* Each case on the next program, with its backends and cache kinds in turn. */
         const Program *p = &progs[(c + 1) % n_progs];
-        bool kv = p->has_kv && (c & 2);
+        int round = (c + 1) / n_progs;
+        const char *kind = p->n_kinds ? p->kinds[(round / 2) % p->n_kinds] : NULL;
+        char kv[32];
+        snprintf(kv, sizeof kv, "--kv=%s", kind ? kind : "");
         char *argv[12];
         int a = 0;
         argv[a++] = (char *)p->path;
         argv[a++] = "--quiet";
         argv[a++] = "--backend";
-        argv[a++] = (c & 1) ? "parallel" : "scalar";
-        argv[a++] = "--threads";
-        argv[a++] = "2";
-        if (kv) argv[a++] = "--kv";
+        if (round & 1) {
+            argv[a++] = "parallel";
+            argv[a++] = "--threads";
+            argv[a++] = "2";
+        } else {
+            argv[a++] = "scalar";
+        }
+        if (kind) argv[a++] = kv;
         argv[a++] = path;
         argv[a++] = "Once upon a time";
         argv[a++] = "3";
@@ -218,8 +236,8 @@ TEST(corrupt_models_are_refused_or_run) {
             char keep[64];
             snprintf(keep, sizeof keep, "corrupt-case-%d.gguf", c);
             rename(path, test_tmp_path(keep));
-            test_fail(__FILE__, __LINE__, "case %d (%s), %s%s: %s (kept as %s)\n%.2000s", c, what, p->path,
-                      kv ? " --kv" : "", o.status == -2 ? "hung" : o.status == -1 ? "killed by a signal" :
+            test_fail(__FILE__, __LINE__, "case %d (%s), %s %s%s: %s (kept as %s)\n%.2000s", c, what, p->path,
+                      argv[3], kind ? kv + 1 : "", o.status == -2 ? "hung" : o.status == -1 ? "killed by a signal" :
                       o.status == 1 ? "refused without one clear line" : "unexpected exit status",
                       test_tmp_path(keep), o.err);
         }
