@@ -18,6 +18,19 @@ CFLAGS  += -std=c11 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 LDLIBS  += -lm -lpthread
 BUILD   ?= build
 
+# make test SANITIZE=1: AddressSanitizer + UBSan; SANITIZE=thread: ThreadSanitizer.
+# Each builds into its own tree so its objects never mix with the normal ones
+# (the run-time options are in tools/sanitize.mk).
+SANITIZE           ?=
+SAN_KIND           := $(if $(filter 1 address,$(SANITIZE)),address,$(SANITIZE))
+SAN_CFLAGS_address := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_CFLAGS_thread  := -fsanitize=thread -fno-omit-frame-pointer
+ifneq ($(SANITIZE),)
+$(if $(SAN_CFLAGS_$(SAN_KIND)),,$(error SANITIZE=$(SANITIZE): use SANITIZE=1 (address + undefined) or SANITIZE=thread))
+BUILD  := build/san-$(SAN_KIND)
+CFLAGS += $(SAN_CFLAGS_$(SAN_KIND))
+endif
+
 CHAPTERS := $(sort $(notdir $(wildcard chapters/*)))
 chapter  ?= II.2
 

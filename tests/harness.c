@@ -74,8 +74,13 @@ static const char *env_or(const char *name, const char *dflt) {
     return v && *v ? v : dflt;
 }
 
-const char *test_models_dir(void) { return env_or("TEST_MODELS", "build/models"); }
 const char *test_build_dir(void) { return env_or("BUILD_DIR", "build"); }
+
+const char *test_models_dir(void) {
+    static char dflt[4096];
+    snprintf(dflt, sizeof dflt, "%s/models", test_build_dir());
+    return env_or("TEST_MODELS", dflt);
+}
 
 const char *test_shared_dir(void) {
     const char *d = env_or("SHARED_DIR", "../shared");

@@ -19,7 +19,7 @@ void test_skip(const char *why);
 bool test_failed_now(void);
 
 /* Paths the tests use; overridable by environment (TEST_MODELS, SHARED_DIR, BUILD_DIR). */
-const char *test_models_dir(void);  /* models made by tools/mkmodel, default build/models */
+const char *test_models_dir(void);  /* models made by tools/mkmodel, default $BUILD_DIR/models */
 const char *test_shared_dir(void);  /* ../shared, or NULL when it is absent */
 const char *test_build_dir(void);   /* build */
 /* A path in a per-process scratch directory, $BUILD_DIR/tmp/test-PID (created on
