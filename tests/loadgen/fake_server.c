@@ -147,9 +147,10 @@ static void stream_answer(const Conn *c, int k, int prompt_words) {
              "\"model\":\"" FAKE_MODEL "\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,"
              "\"completion_tokens\":%d,\"total_tokens\":%d}}", prompt_words, fs->chunks, prompt_words + fs->chunks);
     if (!fs->no_usage) ok = ok && send_event(c, ev);
+    /* no longer in flight before the client can see the end and send its next request */
+    set_active(fs, -1, false);
     if (!fs->no_done) ok = ok && send_event(c, "[DONE]");
     if (fs->chunked && ok) send_all(c->fd, "0\r\n\r\n", 5);
-    set_active(fs, -1, false);
 }
 
 static void *serve_conn(void *arg) {
