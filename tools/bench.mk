@@ -11,7 +11,7 @@
 #>   BENCH_TOKENS=N                            new tokens (default: 64; chapters without a KV cache: 4)
 #>   BENCH_RUNS=N                              runs per figure, the best kept (default: 2)
 #>   BENCH_BATCHES="1 2 4 8"                   batch sizes of III.7's batched-decode sweep ("": none)
-#>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (32, 32)
+#>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (128, 64)
 
 BENCH_TYPES    ?= f32 f16 bf16 q8_0 q4_0
 BENCH_BACKENDS ?= simd parallel
@@ -19,8 +19,8 @@ BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64
 BENCH_RUNS     ?= 2
 BENCH_BATCHES  ?= 1 2 4 8
-BENCH_BATCH_PROMPT ?= 32
-BENCH_BATCH_STEPS  ?= 32
+BENCH_BATCH_PROMPT ?= 128
+BENCH_BATCH_STEPS  ?= 64
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
 

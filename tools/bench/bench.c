@@ -311,7 +311,7 @@ static int usage(FILE *f, int rc) {
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
                    .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2,
-                   .batches = "1 2 4 8", .batch_prompt = 32, .batch_steps = 32};
+                   .batches = "1 2 4 8", .batch_prompt = 128, .batch_steps = 64};
     o->n_chapters = split("II.1 II.2", o->chapters);
     o->n_types = split("f32 f16 bf16 q8_0 q4_0", o->types);
     o->n_backends = split("simd parallel", o->backends);
