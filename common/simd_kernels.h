@@ -74,6 +74,10 @@
  * alone leave the core waiting, so the kernels ask for the bytes this far
  * ahead of the ones they read (found by measuring on the bench machine). */
 #define PREFETCH_BYTES 4096
+/* From this many rows on, a quantized matmul decodes each weight once into a
+ * buffer for all row tiles (K(qcols_tile)); found by measuring, like
+ * PREFETCH_BYTES. The backend tests' batches of 1 to 16 rows run both ways. */
+#define QPRE_ROWS 16
 
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
@@ -649,13 +653,15 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
-/* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. With more rows
- * than one tile, the C weight rows are decoded once into pre and every row
- * tile reads them from there (prefill: each weight byte decoded once per
- * call); the values and the arithmetic are the same either way. */
+/* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. With many rows
+ * (QPRE_ROWS or more), the C weight rows are decoded once into pre and every
+ * row tile reads them from there (prefill: each weight byte decoded once per
+ * call); with fewer (a batch of decode steps) each row tile decodes them
+ * again, from the cache, which costs less than storing and reloading them.
+ * The values and the arithmetic are the same either way. */
 INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Tensor *w, int o0, K(WChunk) *pre) {
     int i = 0, n = a->n;
-    if (n > QT_R) {
+    if (n >= QPRE_ROWS) {
         int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
         for (int c = 0; c < C; c++)
             for (int ch = 0; ch < nch; ch++) K(decode)(t, tensor_row(w, o0 + c), ch, nb, &pre[(size_t)c * nch + ch]);
@@ -677,7 +683,7 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
 
 INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     K(WChunk) *pre = NULL;
-    if (a->n > QT_R) {
+    if (a->n >= QPRE_ROWS) {
         size_t nch = (size_t)(a->in / 32 + QB - 1) / QB;
         pre = aligned_alloc(64, sizeof(K(WChunk)) * QT_C * nch);
         if (!pre) {
@@ -848,5 +854,7 @@ static const SimdKernels K(kernels) = {
 #undef QT_C
 #undef QCHUNK
 #undef PREFETCH_BYTES
+#undef QPRE_ROWS
+#undef SIGNED_Q8_0
 #undef INLINE
 #undef UNROLL

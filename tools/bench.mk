@@ -1,7 +1,8 @@
 # The benchmark suite (never part of make test). Included by the Makefile.
-# Builds every chapter, tools/membw and tools/bench, makes the Qwen3-0.6B-shaped
-# models with mkmodel (cached under build/bench/models/), and runs tools/bench,
-# which prints the table and writes build/bench/bench.md and bench.json.
+# Builds every chapter, tools/membw, tools/flops and tools/bench, makes the
+# Qwen3-0.6B-shaped models with mkmodel (cached under build/bench/models/), and
+# runs tools/bench, which prints the tables and writes build/bench/bench.md and
+# bench.json: every chapter's prefill and decode, then III.7's batched decode.
 #> make bench                                  benchmarks: bandwidth, prefill and decode speed of every
 #>                                             chapter, type and backend; first says the disk space its
 #>                                             models take and checks it; knobs (make variables):
@@ -16,6 +17,8 @@
 #>                                             empty: no table)
 #>   BENCH_KV_TOKENS=N                         decode steps per run at each context (default: 16, median kept)
 #> make bench-space [BENCH_TYPES=...]          only say what disk space the bench models take, and check it
+#>   BENCH_BATCHES="1 2 4 8"                   batch sizes of III.7's batched-decode sweep ("": none)
+#>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (128, 64)
 
 BENCH_TYPES    ?= q8_0 q4_0
 override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k,$(BENCH_TYPES))
@@ -25,13 +28,16 @@ BENCH_TOKENS   ?= 64
 BENCH_RUNS     ?= 2
 BENCH_KV_CONTEXTS ?= 256 1024 2048
 BENCH_KV_TOKENS   ?= 16
+BENCH_BATCHES  ?= 1 2 4 8
+BENCH_BATCH_PROMPT ?= 128
+BENCH_BATCH_STEPS  ?= 64
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
 
-$(BUILD)/tools/bench: tools/bench/bench.c $(COMMON_LIB)
+$(BUILD)/tools/bench: tools/bench/bench.c tools/bench/batched.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
-EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/bench
+	$(CC) $(CFLAGS) -Itools/bench -Icommon -o $@ $^ $(LDLIBS)
+EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench
 
 # kv-bench runs the engine of the last chapter with a paged cache in process.
 KV_BENCH_CHAPTER := $(lastword $(foreach c,$(CHAPTERS),$(if $(wildcard chapters/$(c)/kv_paged.c),$(c))))
@@ -53,8 +59,10 @@ bench-space: $(MKMODEL)
 # The models are precious: a failed or interrupted bench keeps them.
 .PRECIOUS: $(BENCH_DIR)/models/qwen3-0.6b-%.gguf
 
-bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/bench $(KV_BENCH) $(BENCH_MODELS)
+bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench $(KV_BENCH) \
+	  $(BENCH_MODELS)
 	$(BUILD)/tools/bench --build $(BUILD) --models $(BENCH_DIR)/models --out $(BENCH_DIR) \
 	  --chapters "$(CHAPTERS)" --types "$(BENCH_TYPES)" --backends "$(BENCH_BACKENDS)" \
 	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS) --runs $(BENCH_RUNS) \
-	  --kv-contexts "$(BENCH_KV_CONTEXTS)" --kv-tokens $(BENCH_KV_TOKENS)
+	  --kv-contexts "$(BENCH_KV_CONTEXTS)" --kv-tokens $(BENCH_KV_TOKENS) \
+	  --batches "$(BENCH_BATCHES)" --batch-prompt $(BENCH_BATCH_PROMPT) --batch-steps $(BENCH_BATCH_STEPS)

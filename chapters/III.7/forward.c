@@ -1,8 +1,10 @@
-/* forward.c: the Qwen3 forward pass in one shape: n new tokens at the
- * positions after those the KV cache holds (a whole prompt, one decode step,
- * a chat's next turn), reading the past from the cache in place and adding
- * their own keys and values to it. Without a cache it is II.1's full
- * recompute. */
+/* forward.c: the Qwen3 forward pass in two shapes. forward_sequence: n new
+ * tokens of one sequence at the positions after those its KV cache holds (a
+ * whole prompt, one decode step, a chat's next turn), reading the past from
+ * the cache in place and adding their own keys and values to it; without a
+ * cache it is II.1's full recompute. forward_decode_batch: the newest token
+ * of each of B sequences, one row each, at positions of their own: the rows
+ * share every matmul, and each attends over its own cache. */
 #include "forward.h"
 
 #include <stdlib.h>
@@ -10,8 +12,9 @@
 #include "ops.h"
 #include "util.h"
 
-/* Activations for n positions; every buffer is row-major, one row a position. */
+/* Activations for n rows; every buffer is row-major, one row a token. */
 typedef struct {
+    int *pos;    /* [n] each row's position in its sequence */
     float *x;    /* [n, dim] the residual stream */
     float *xb;   /* [n, dim] normalized input of a block, then its output */
     float *q;    /* [n, q_dim] queries, heads side by side */
@@ -24,6 +27,7 @@ typedef struct {
 
 static void build_activations(Activations *a, const Qwen3Config *c, int n) {
     size_t rows = (size_t)n;
+    a->pos = xmalloc(sizeof(int) * rows);
     a->x = xmalloc(sizeof(float) * rows * c->dim);
     a->xb = xmalloc(sizeof(float) * rows * c->dim);
     a->q = xmalloc(sizeof(float) * rows * c->q_dim);
@@ -35,7 +39,7 @@ static void build_activations(Activations *a, const Qwen3Config *c, int n) {
 }
 
 static void free_activations(Activations *a) {
-    free(a->x); free(a->xb); free(a->q); free(a->k); free(a->v);
+    free(a->pos); free(a->x); free(a->xb); free(a->q); free(a->k); free(a->v);
     free(a->att); free(a->gate); free(a->up);
 }
 
@@ -49,12 +53,10 @@ static void store_rows(KvCache *kv, int layer, const float *k, const float *v, i
     for (int i = 0; i < n; i++) kv->append(kv, layer, k + (size_t)i * kv->kv_dim, v + (size_t)i * kv->kv_dim);
 }
 
-/* Self-attention of one layer for n new positions start..start+n-1: row i
- * attends to the cached positions 0..start-1 (one span per block, read in
- * place), then to the new rows 0..i. Their keys and values then join the cache. */
-/* EXERCISE extend-attention "New rows attend to the cache, then to themselves" 4 points; tests: III4_extend III4_paged_matches */
-static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n,
-                            KvCache *kv, int layer, int start) {
+/* The inputs of attention for n rows: normalized, projected to queries, keys
+ * and values (one matmul each for all the rows), then every row's heads
+ * normalized and rotated to that row's own position. */
+static void attention_inputs(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
     for (int i = 0; i < n; i++)
         rmsnorm(a->xb + (size_t)i * c->dim, a->x + (size_t)i * c->dim, L->attn_norm, c->dim, c->norm_eps);
@@ -65,9 +67,24 @@ static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *
         float *q = a->q + (size_t)i * c->q_dim, *k = a->k + (size_t)i * c->kv_dim;
         rmsnorm_heads(q, L->q_norm, c->n_heads, c->head_dim, c->norm_eps);
         rmsnorm_heads(k, L->k_norm, c->n_kv_heads, c->head_dim, c->norm_eps);
-        rope_neox(q, c->n_heads, c->head_dim, start + i, c->rope_theta);
-        rope_neox(k, c->n_kv_heads, c->head_dim, start + i, c->rope_theta);
+        rope_neox(q, c->n_heads, c->head_dim, a->pos[i], c->rope_theta);
+        rope_neox(k, c->n_kv_heads, c->head_dim, a->pos[i], c->rope_theta);
     }
+}
+
+/* The attention output of n rows joins the residual stream: x += wo(att). */
+static void attention_output(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
+    matmul(be, a->xb, a->att, &L->wo, n);
+    add_inplace(a->x, a->xb, (size_t)n * m->cfg.dim);
+}
+
+/* Self-attention of one layer for n new positions start..start+n-1: row i
+ * attends to the cached positions 0..start-1 (one span per block, read in
+ * place), then to the new rows 0..i. Their keys and values then join the cache. */
+static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n,
+                            KvCache *kv, int layer, int start) {
+    const Qwen3Config *c = &m->cfg;
+    attention_inputs(m, be, L, a, n);
     int n_past = kv ? kv->view(kv, layer, NULL, 0) : 0;
     KvSpan *spans = xmalloc(sizeof(KvSpan) * (size_t)(n_past + 1)); /* [n_past + 1]: the past, then the new rows */
     if (kv) kv->view(kv, layer, spans, n_past);
@@ -78,8 +95,7 @@ static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *
     }
     free(spans);
     if (kv) store_rows(kv, layer, a->k, a->v, n, start);
-    matmul(be, a->xb, a->att, &L->wo, n);
-    add_inplace(a->x, a->xb, (size_t)n * c->dim);
+    attention_output(m, be, L, a, n);
 }
 
 /* The MLP of one layer: x += down(silu(gate(h)) * up(h)). */
@@ -110,7 +126,10 @@ static void forward_sequence(const Qwen3Model *m, Backend *be, KvCache *kv, cons
     int start = kv ? kv->seq_len(kv) : 0;
     Activations a;
     build_activations(&a, c, n);
-    for (int i = 0; i < n; i++) embed_row(a.x + (size_t)i * c->dim, &m->tok_embd, tokens[i]);
+    for (int i = 0; i < n; i++) {
+        embed_row(a.x + (size_t)i * c->dim, &m->tok_embd, tokens[i]);
+        a.pos[i] = start + i;
+    }
     for (int l = 0; l < c->n_layers; l++) {
         attention_block(m, be, &m->layers[l], &a, n, kv, l, start);
         mlp_block(m, be, &m->layers[l], &a, n);
@@ -128,5 +147,76 @@ int forward_extend(const Qwen3Model *m, Backend *be, KvCache *kv, const int32_t 
                    char *err) {
     if (kv->reserve(kv, n, err) != 0) return -1;
     forward_sequence(m, be, kv, tokens, n, logits);
+    return 0;
+}
+
+/* ---- one decode step for a batch of sequences ------------------------------ */
+
+/* Room for one more position in every cache, all or nothing: the first cache
+ * without room is named in err, and those reserved before it are truncated
+ * back to what they hold, their new blocks returned to the pool. (A shared
+ * block one of them copied to write into stays its private copy: the same
+ * rows, the room its next step needs.) */
+/* EXERCISE batch-reserve "Reserve a position in every cache, all or nothing" 2 points; tests: III7_batch_out_of_blocks III7_batch_matches_alone_with_shared */
+static int reserve_batch(KvCache *const *kvs, int B, char *err) {
+    for (int i = 0; i < B; i++) {
+        char why[ERR_MAX];
+        if (kvs[i]->reserve(kvs[i], 1, why) == 0) continue;
+        err_set(err, "sequence %d of %d: %s", i, B, why);
+        while (i-- > 0) kvs[i]->truncate(kvs[i], kvs[i]->seq_len(kvs[i]));
+        return -1;
+    }
+    return 0;
+}
+
+/* Stacks the batch: row i of the residual stream is the embedding of slot i's
+ * newest token, at the position after those slot i's cache holds. */
+/* EXERCISE stack-batch "Stack the slots' newest tokens into one matrix" 2 points; tests: III7_batch_matches */
+static void stack_batch(const Qwen3Model *m, Activations *a, KvCache *const *kvs, const int32_t *tokens, int B) {
+    for (int i = 0; i < B; i++) {
+        embed_row(a->x + (size_t)i * m->cfg.dim, &m->tok_embd, tokens[i]);
+        a->pos[i] = kvs[i]->seq_len(kvs[i]);
+    }
+}
+
+/* Self-attention of one layer for a batch: row i is slot i's newest token at
+ * position a->pos[i]. The projections are shared (one matmul each for the B
+ * rows); then each row attends over its own cache, one span per block of its
+ * own block table, then over itself, and its key and value join that cache. */
+/* EXERCISE slot-attention "Each slot attends over its own block table" 4 points; tests: III7_batch_matches */
+static void batch_attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int B,
+                                  KvCache *const *kvs, int layer) {
+    const Qwen3Config *c = &m->cfg;
+    AttnShape shape = {c->n_heads, c->n_kv_heads, c->head_dim};
+    attention_inputs(m, be, L, a, B);
+    for (int i = 0; i < B; i++) {
+        KvCache *kv = kvs[i];
+        float *k = a->k + (size_t)i * c->kv_dim, *v = a->v + (size_t)i * c->kv_dim; /* [kv_dim] row i's own */
+        int n_past = kv->view(kv, layer, NULL, 0);
+        KvSpan *spans = xmalloc(sizeof(KvSpan) * (size_t)(n_past + 1)); /* [n_past + 1]: slot i's blocks, then row i */
+        kv->view(kv, layer, spans, n_past);
+        spans[n_past] = (KvSpan){k, v, 1};
+        attention(be, a->att + (size_t)i * c->q_dim, a->q + (size_t)i * c->q_dim, spans, n_past + 1, shape);
+        free(spans);
+        store_rows(kv, layer, k, v, 1, a->pos[i]);
+    }
+    attention_output(m, be, L, a, B);
+}
+
+int forward_decode_batch(const Qwen3Model *m, Backend *be, KvCache *const *kvs, const int32_t *tokens, int B,
+                         float *logits, char *err) {
+    const Qwen3Config *c = &m->cfg;
+    if (reserve_batch(kvs, B, err) != 0) return -1;
+    Activations a; /* B rows: one per slot */
+    build_activations(&a, c, B);
+    stack_batch(m, &a, kvs, tokens, B);
+    for (int l = 0; l < c->n_layers; l++) {
+        batch_attention_block(m, be, &m->layers[l], &a, B, kvs, l);
+        mlp_block(m, be, &m->layers[l], &a, B);
+    }
+    for (int i = 0; i < B; i++) /* every row predicts: the final norm, then one LM head matmul for all */
+        rmsnorm(a.x + (size_t)i * c->dim, a.x + (size_t)i * c->dim, m->output_norm, c->dim, c->norm_eps);
+    matmul(be, logits, a.x, &m->output, B); /* [B, vocab] */
+    free_activations(&a);
     return 0;
 }

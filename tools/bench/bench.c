@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "batched.h"
 #include "json.h"
 #include "qwen3.h"
 #include "tokenizer.h"
@@ -42,6 +43,8 @@ typedef struct {
     char *chapters[MAX_LIST], *types[MAX_LIST], *backends[MAX_LIST], *kv_contexts[MAX_LIST];
     int n_chapters, n_types, n_backends, n_kv_contexts;
     int threads, tokens, recompute_tokens, prompt_tokens, runs, kv_tokens;
+    const char *batches;           /* the batched sweep's batch sizes ("" for none) */
+    int batch_prompt, batch_steps;
 } Options;
 
 typedef struct {
@@ -97,7 +100,7 @@ static char *run(const char *cmd, size_t *len) {
     return b.data;
 }
 
-static JsonValue *run_json(const char *cmd) {
+JsonValue *bench_run_json(const char *cmd) {
     size_t len;
     char *text = run(cmd, &len), err[ERR_MAX];
     if (!text) return NULL;
@@ -107,7 +110,7 @@ static JsonValue *run_json(const char *cmd) {
     return v;
 }
 
-static double num(const JsonValue *obj, const char *key) {
+double bench_num(const JsonValue *obj, const char *key) {
     const JsonValue *v = obj ? json_get(obj, key) : NULL;
     return v && v->type == JSON_NUMBER ? v->number : 0;
 }
@@ -177,9 +180,9 @@ static double decode_ms(const JsonValue *res, double *rows_per_s, double *best) 
     for (size_t i = 0; steps && i < steps->n_items; i++) {
         const JsonValue *ph = json_get(&steps->items[i], "phase");
         if (ph && ph->type == JSON_STRING && strcmp(ph->string, "decode") == 0) {
-            double ms = num(&steps->items[i], "ms");
+            double ms = bench_num(&steps->items[i], "ms");
             sum += ms;
-            rows += num(&steps->items[i], "rows");
+            rows += bench_num(&steps->items[i], "rows");
             if (*best == 0 || ms < *best) *best = ms;
             n++;
         }
@@ -190,14 +193,14 @@ static double decode_ms(const JsonValue *res, double *rows_per_s, double *best) 
 
 /* One run; false if it failed. Keeps the best of each figure in r. */
 static bool measure_once(Row *r, const char *cmd, bool kv) {
-    JsonValue *res = run_json(cmd);
+    JsonValue *res = bench_run_json(cmd);
     if (!res) return false;
     const JsonValue *pt = json_get(res, "prompt_tokens");
     r->prompt_tokens = pt ? (int)pt->n_items : 0;
-    double ttft = num(res, "ttft_ms"), rows_per_s, best;
+    double ttft = bench_num(res, "ttft_ms"), rows_per_s, best;
     double prefill = ttft > 0 ? r->prompt_tokens / (ttft / 1000) : 0, dms = decode_ms(res, &rows_per_s, &best);
     if (best > 0 && (r->best_ms == 0 || best < r->best_ms)) r->best_ms = best;
-    double dtps = num(res, "decode_tokens_per_s");
+    double dtps = bench_num(res, "decode_tokens_per_s");
     if (prefill > r->prefill_tps) r->prefill_tps = prefill;
     if (dtps > r->decode_tps) {
         r->decode_tps = dtps;
@@ -316,19 +319,19 @@ static bool measure_kv(const Options *o, KvTable *t, double gb1, double gbn) {
              "%s --json --model %s/qwen3-0.6b-%s.gguf --backend %s --threads %d --contexts '%s' --steps %d", tool,
              o->models, t->type, t->backend, t->threads, contexts, kv_steps(o));
     fprintf(stderr, "bench: %s\n", cmd);
-    JsonValue *res = run_json(cmd);
+    JsonValue *res = bench_run_json(cmd);
     if (!res) {
         fprintf(stderr, "bench: kv-bench failed\n");
         return false;
     }
-    t->kv_bytes_per_token = num(res, "kv_bytes_per_token");
+    t->kv_bytes_per_token = bench_num(res, "kv_bytes_per_token");
     const JsonValue *rows = json_get(res, "contexts");
     for (size_t i = 0; rows && i < rows->n_items && t->n < MAX_LIST; i++) {
         const JsonValue *r = &rows->items[i];
-        t->rows[t->n++] = (KvRow){(int)num(r, "context"),         num(r, "basic_ms"),
-                                  num(r, "paged_ms"),              num(r, "kv_mb"),
-                                  num(r, "basic_attention_ms"),    num(r, "paged_attention_ms"),
-                                  num(r, "basic_best_ms"),         num(r, "paged_best_ms")};
+        t->rows[t->n++] = (KvRow){(int)bench_num(r, "context"),         bench_num(r, "basic_ms"),
+                                  bench_num(r, "paged_ms"),              bench_num(r, "kv_mb"),
+                                  bench_num(r, "basic_attention_ms"),    bench_num(r, "paged_attention_ms"),
+                                  bench_num(r, "basic_best_ms"),         bench_num(r, "paged_best_ms")};
     }
     json_free(res);
     return t->n > 0;
@@ -373,7 +376,8 @@ static void write_kv_json(FILE *f, const KvTable *t) {
     fprintf(f, "]}");
 }
 
-static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt, const KvTable *kv) {
+static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt, const KvTable *kv,
+                       const BatchRow *brows, int nb, const Limits *lim) {
     FILE *f = fopen(path, "w");
     if (!f) return;
     /* when and where: the book's figures drawn from this file say both */
@@ -401,6 +405,10 @@ static void write_json(const char *path, const Row *rows, int n, double gb1, dou
     }
     fprintf(f, "]");
     if (kv) write_kv_json(f, kv);
+    if (nb) {
+        fprintf(f, ",\n");
+        batched_json(f, brows, nb, lim);
+    }
     fprintf(f, "}\n");
     fclose(f);
 }
@@ -410,14 +418,18 @@ static int usage(FILE *f, int rc) {
     fprintf(f, "usage: bench [--build DIR] [--models DIR] [--out DIR] [--chapters LIST] [--types LIST]\n"
                "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
                "             [--prompt-tokens N] [--runs N] [--kv-contexts LIST] [--kv-tokens N]\n"
+               "             [--batches \"1 2 4 8\"] [--batch-prompt N] [--batch-steps N]\n"
                "Prefill and decode speed of each chapter, type and backend, with the machine's read\n"
-               "bandwidth (tools/membw); writes OUT/bench.md and OUT/bench.json. Run by `make bench`.\n");
+               "bandwidth (tools/membw); then the batched-decode sweep of the last chapter that has a\n"
+               "batched-bench, with the peak arithmetic (tools/flops); --batches \"\" skips it.\n"
+               "Writes OUT/bench.md and OUT/bench.json. Run by `make bench`.\n");
     return rc;
 }
 
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
-                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16};
+                   .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16,
+                   .batches = "1 2 4 8", .batch_prompt = 128, .batch_steps = 64};
     o->n_chapters = split("II.1 II.2", o->chapters);
     o->n_types = split("f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k", o->types);
     o->n_backends = split("simd parallel", o->backends);
@@ -439,11 +451,26 @@ static int parse(Options *o, int argc, char **argv) {
         else if (strcmp(a, "--runs") == 0) o->runs = atoi(v);
         else if (strcmp(a, "--kv-contexts") == 0) o->n_kv_contexts = split(v, o->kv_contexts);
         else if (strcmp(a, "--kv-tokens") == 0) o->kv_tokens = atoi(v);
+        else if (strcmp(a, "--batches") == 0) o->batches = v;
+        else if (strcmp(a, "--batch-prompt") == 0) o->batch_prompt = atoi(v);
+        else if (strcmp(a, "--batch-steps") == 0) o->batch_steps = atoi(v);
         else return -1;
     }
     if (o->threads <= 0) o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return o->tokens > 1 && o->recompute_tokens > 1 && o->prompt_tokens > 0 && o->runs > 0 && o->kv_tokens > 1 ? 0
-                                                                                                          : -1;
+    return o->tokens > 1 && o->recompute_tokens > 1 && o->prompt_tokens > 0 && o->runs > 0 && o->kv_tokens > 1 &&
+                   o->batch_prompt > 0 && o->batch_steps > 0
+               ? 0
+               : -1;
+}
+
+/* The batched sweep's program: the last chapter of the list that builds a
+ * batched-bench (false if none does, or no sweep was asked for). */
+static bool batched_program(const Options *o, char *path, size_t size) {
+    for (int c = o->n_chapters - 1; c >= 0 && o->batches[strspn(o->batches, " ")]; c--) {
+        snprintf(path, size, "%s/%s/batched-bench", o->build, o->chapters[c]);
+        if (access(path, X_OK) == 0) return true;
+    }
+    return false;
 }
 
 int main(int argc, char **argv) {
@@ -454,12 +481,12 @@ int main(int argc, char **argv) {
     char cmd[1024], path[1024], prompt[1024];
     load_before = load_average();
     snprintf(cmd, sizeof cmd, "%s/tools/membw --json --threads %d", o.build, o.threads);
-    JsonValue *bw = run_json(cmd);
+    JsonValue *bw = bench_run_json(cmd);
     if (!bw) {
         fprintf(stderr, "bench: %s failed\n", cmd);
         return 1;
     }
-    double gb1 = num(bw, "gbps_1"), gbn = num(bw, "gbps_n");
+    double gb1 = bench_num(bw, "gbps_1"), gbn = bench_num(bw, "gbps_n");
     json_free(bw);
     fprintf(stderr, "bench: read bandwidth %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", gb1, gbn, o.threads);
 
@@ -496,19 +523,29 @@ int main(int argc, char **argv) {
     }
     KvTable kv;
     bool have_kv = measure_kv(&o, &kv, gb1, gbn);
+    char program[1024];
+    BatchPlan plan = {program, o.batches, o.batch_prompt, o.batch_steps, o.runs};
+    Limits lim = {.threads = o.threads, .gbps_1 = gb1, .gbps_n = gbn};
+    BatchRow *brows = NULL;
+    int nb = 0;
+    if (batched_program(&o, program, sizeof program))
+        nb = batched_run(&plan, o.build, o.models, o.types, o.n_types, o.backends, o.n_backends, &lim, &brows);
     load_after = load_average();
     print_table(stdout, rows, n, &o, gb1, gbn, o.threads);
     if (have_kv) print_kv_table(stdout, &kv, &o);
+    if (nb) batched_print(stdout, &plan, brows, nb, &lim);
     snprintf(path, sizeof path, "%s/bench.md", o.out);
     FILE *f = fopen(path, "w");
     if (f) {
         print_table(f, rows, n, &o, gb1, gbn, o.threads);
         if (have_kv) print_kv_table(f, &kv, &o);
+        if (nb) batched_print(f, &plan, brows, nb, &lim);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s/bench.json", o.out);
-    write_json(path, rows, n, gb1, gbn, o.threads, have_kv ? &kv : NULL);
+    write_json(path, rows, n, gb1, gbn, o.threads, have_kv ? &kv : NULL, brows, nb, &lim);
     fprintf(stderr, "bench: wrote %s/bench.md and %s/bench.json\n", o.out, o.out);
+    free(brows);
     free(rows);
     return 0;
 }
