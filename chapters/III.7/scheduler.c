@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "json.h"
 #include "prometheus.h"
 #include "radix.h"
@@ -380,14 +381,17 @@ static int make_room(Sched *s, Job **jobs, int n, TickLog *log) {
 }
 
 /* One decode step for jobs[0..n): each one's newest token runs and leaves
- * its logits. The one place that decides how: one forward per slot. Room
- * was made before, so a failure is a bug: -1 with err. */
+ * its logits. The one place that decides how: one fused forward for all of
+ * them (batch.h; one job alone takes the single-sequence path). Room was
+ * made before, so a failure is a bug: -1 with err, and no job has moved. */
 static int decode_step(Job **jobs, int n, char *err) {
+    Sequence *seqs[n];  /* [n] */
+    int32_t toks[n];    /* [n] each one's newest token */
     for (int i = 0; i < n; i++) {
-        Sequence *seq = &jobs[i]->seq;
-        if (seq_extend(seq, &jobs[i]->tokens[seq->n_tokens], 1, err) != 0) return -1;
+        seqs[i] = &jobs[i]->seq;
+        toks[i] = jobs[i]->tokens[seqs[i]->n_tokens];
     }
-    return 0;
+    return seq_decode_batch(seqs, toks, n, err);
 }
 
 /* Every job past its prompt: room, one step, the next token each. */
