@@ -16,9 +16,9 @@
 #>   BENCH_KV_CONTEXTS=...                     contexts of the basic-vs-paged KV table (default: 256 1024 2048;
 #>                                             empty: no table)
 #>   BENCH_KV_TOKENS=N                         decode steps per run at each context (default: 16, median kept)
-#>   BENCH_BATCHES="1 2 4 8"                   batch sizes of III.7's batched-decode sweep ("": none)
-#>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (32, 32)
 #> make bench-space [BENCH_TYPES=...]          only say what disk space the bench models take, and check it
+#>   BENCH_BATCHES="1 2 4 8"                   batch sizes of III.7's batched-decode sweep ("": none)
+#>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (128, 64)
 
 BENCH_TYPES    ?= q8_0 q4_0
 override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k,$(BENCH_TYPES))
@@ -29,8 +29,8 @@ BENCH_RUNS     ?= 2
 BENCH_KV_CONTEXTS ?= 256 1024 2048
 BENCH_KV_TOKENS   ?= 16
 BENCH_BATCHES  ?= 1 2 4 8
-BENCH_BATCH_PROMPT ?= 32
-BENCH_BATCH_STEPS  ?= 32
+BENCH_BATCH_PROMPT ?= 128
+BENCH_BATCH_STEPS  ?= 64
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
 
@@ -59,7 +59,8 @@ bench-space: $(MKMODEL)
 # The models are precious: a failed or interrupted bench keeps them.
 .PRECIOUS: $(BENCH_DIR)/models/qwen3-0.6b-%.gguf
 
-bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench $(KV_BENCH) $(BENCH_MODELS)
+bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench $(KV_BENCH) \
+	  $(BENCH_MODELS)
 	$(BUILD)/tools/bench --build $(BUILD) --models $(BENCH_DIR)/models --out $(BENCH_DIR) \
 	  --chapters "$(CHAPTERS)" --types "$(BENCH_TYPES)" --backends "$(BENCH_BACKENDS)" \
 	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS) --runs $(BENCH_RUNS) \

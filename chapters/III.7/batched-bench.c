@@ -35,8 +35,8 @@ static int usage(FILE *f, int rc) {
                "prefilled with a prompt each, then decode steps that run all B at once.\n\n"
                "options:\n"
                "  --batches LIST     batch sizes, comma-separated (default: 1,2,4,8; each 1 to 256)\n"
-               "  --prompt N         prompt tokens of each sequence (default: 32)\n"
-               "  --steps N          decode steps timed (default: 32)\n"
+               "  --prompt N         prompt tokens of each sequence (default: 128)\n"
+               "  --steps N          decode steps timed (default: 64)\n"
                "  --runs N           runs per batch size, the best kept (default: 1)\n"
                "  --backend NAME     %s (default: the fastest available)\n"
                "  --threads N        threads of the parallel backend (default: one per core)\n"
@@ -78,7 +78,7 @@ static int parse_batches(Options *o, const char *s, char *err) {
 
 /* 0 to run, 1 after --help, -1 with err. */
 static int parse(Options *o, int argc, char **argv, char *err) {
-    *o = (Options){.prompt = 32, .steps = 32, .runs = 1, .block_size = KV_DEFAULT_BLOCK_SIZE,
+    *o = (Options){.prompt = 128, .steps = 64, .runs = 1, .block_size = KV_DEFAULT_BLOCK_SIZE,
                    .batches = {1, 2, 4, 8}, .n_batches = 4};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

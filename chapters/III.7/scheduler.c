@@ -8,8 +8,6 @@
  * token from bitwise the same logits. */
 #include "scheduler.h"
 
-#include "batch.h"
-
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -384,11 +382,11 @@ static int make_room(Sched *s, Job **jobs, int n, TickLog *log) {
 
 /* One decode step for jobs[0..n): each one's newest token runs and leaves
  * its logits. The one place that decides how: one fused forward for all of
- * them (batch.c), every weight read once for the whole batch. Room was made
- * before, so a failure is a bug: -1 with err. */
+ * them (batch.h; one job alone takes the single-sequence path). Room was
+ * made before, so a failure is a bug: -1 with err, and no job has moved. */
 static int decode_step(Job **jobs, int n, char *err) {
-    Sequence *seqs[n];
-    int32_t toks[n];
+    Sequence *seqs[n];  /* [n] */
+    int32_t toks[n];    /* [n] each one's newest token */
     for (int i = 0; i < n; i++) {
         seqs[i] = &jobs[i]->seq;
         toks[i] = jobs[i]->tokens[seqs[i]->n_tokens];

@@ -429,7 +429,7 @@ static int usage(FILE *f, int rc) {
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
                    .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16,
-                   .batches = "1 2 4 8", .batch_prompt = 32, .batch_steps = 32};
+                   .batches = "1 2 4 8", .batch_prompt = 128, .batch_steps = 64};
     o->n_chapters = split("II.1 II.2", o->chapters);
     o->n_types = split("f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k", o->types);
     o->n_backends = split("simd parallel", o->backends);
@@ -457,8 +457,8 @@ static int parse(Options *o, int argc, char **argv) {
         else return -1;
     }
     if (o->threads <= 0) o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    return o->tokens > 1 && o->recompute_tokens > 1 && o->prompt_tokens > 0 && o->runs > 0 && o->kv_tokens > 1 && o->batch_prompt > 0 &&
-                   o->batch_steps > 0
+    return o->tokens > 1 && o->recompute_tokens > 1 && o->prompt_tokens > 0 && o->runs > 0 && o->kv_tokens > 1 &&
+                   o->batch_prompt > 0 && o->batch_steps > 0
                ? 0
                : -1;
 }

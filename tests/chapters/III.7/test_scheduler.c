@@ -30,6 +30,7 @@ typedef struct {
     bool no_prefix_cache;
     int ctx;                                       /* 0: the model's */
     FILE *trace;                                   /* NULL: $TRACE_SCHED set, stderr, else none */
+    const char *backend;                           /* NULL: scalar; parallel runs 2 threads */
 } Setup;
 
 static bool fx_open(Fixture *f, Setup su) {
@@ -37,7 +38,8 @@ static bool fx_open(Fixture *f, Setup su) {
     memset(f, 0, sizeof *f);
     if (!load_test_model(&f->m, "tiny-f32")) return false;
     f->tok = tokenizer_load(&f->m.file, err);
-    f->be = backend_create("scalar", 1, err);
+    bool parallel = su.backend && strcmp(su.backend, "parallel") == 0;
+    f->be = backend_create(su.backend ? su.backend : "scalar", parallel ? 2 : 1, err);
     if (su.n_blocks) f->pool = kv_pool_create(&f->m.cfg, su.block_size, su.n_blocks, err);
     SchedConfig c = {.model = &f->m, .be = f->be, .kv_kind = su.n_blocks ? "paged" : "basic", .pool = f->pool,
                      .ctx = su.ctx ? su.ctx : f->m.cfg.ctx_len, .queue = su.queue ? su.queue : 16, .max_concurrent = su.slots,
@@ -216,6 +218,8 @@ TEST(III7_sched_alone_or_beside_others_same_tokens) {
     check_mix((Setup){.slots = 5, .block_size = 4, .n_blocks = 128, .chunk = 7}, "five slots, chunks of 7");
     check_mix((Setup){.slots = 3, .block_size = 8, .n_blocks = 64, .no_prefix_cache = true}, "no prefix cache");
     check_mix((Setup){.slots = 3}, "basic cache");
+    check_mix((Setup){.slots = 4, .block_size = 16, .n_blocks = 32, .backend = "parallel"}, "parallel, 2 threads");
+    check_mix((Setup){.slots = 4, .block_size = 16, .n_blocks = 32, .backend = "simd"}, "simd");
 }
 
 /* A long prompt arriving while another request decodes is read a chunk per
