@@ -66,3 +66,16 @@ bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/flops $(B
 	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS) --runs $(BENCH_RUNS) \
 	  --kv-contexts "$(BENCH_KV_CONTEXTS)" --kv-tokens $(BENCH_KV_TOKENS) \
 	  --batches "$(BENCH_BATCHES)" --batch-prompt $(BENCH_BATCH_PROMPT) --batch-steps $(BENCH_BATCH_STEPS)
+
+# III.7's A/B: the same streaming load (tools/loadgen) against the last chapter's
+# chat-server with --max-concurrent 1, then with C slots; prints both and the
+# ratio of aggregate output tokens/s, writes build/bench/ab.json.
+#> make bench-ab [BENCH_AB_TYPE=q8_0]          III.7's A/B: one streaming load against chat-server with
+#>   [BENCH_AB_LOAD="N C PROMPT OUTPUT"]       --max-concurrent 1 and C (default "16 8 64 32"), and the ratio
+BENCH_AB_TYPE ?= $(firstword $(BENCH_TYPES))
+BENCH_AB_LOAD ?= 16 8 64 32
+BENCH_AB_SERVER := $(BUILD)/$(lastword $(CHAPTERS))/chat-server
+.PHONY: bench-ab
+bench-ab: $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf
+	tools/bench/ab.sh $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf \
+	  $(BENCH_DIR) $(BENCH_AB_LOAD)
