@@ -34,4 +34,6 @@ if [ -z "$mb" ]; then
 fi
 echo "make $target: installing $missing with apt-get (${mb:-?} MB to download)"
 # shellcheck disable=SC2086
-apt-get install -y -qq $missing || { echo "make $target: apt-get install -y $missing failed" >&2; exit 1; }
+apt-get install -y -qq $missing ||
+    { apt-get update -qq && apt-get install -y -qq $missing; } || # stale package lists: once more after an update
+    { echo "make $target: apt-get install -y $missing failed" >&2; exit 1; }
