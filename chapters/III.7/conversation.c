@@ -64,7 +64,7 @@ int32_t *conv_render_tokens(const Conversation *c, bool generation_prompt, int *
 
 int32_t *conv_history_tokens(const Conversation *c, int *n) {
     ChatMessage *m = xmalloc(sizeof *m * (size_t)(c->n_msgs + 1));
-    memcpy(m, c->msgs, sizeof *m * (size_t)c->n_msgs);
+    if (c->n_msgs) memcpy(m, c->msgs, sizeof *m * (size_t)c->n_msgs); /* no turns yet: msgs may be NULL */
     m[c->n_msgs] = (ChatMessage){.role = "user", .content = ""};
     char *text = chat_render(m, c->n_msgs + 1, false, c->enable_thinking);
     text[strlen(text) - strlen("<|im_start|>user\n<|im_end|>\n")] = '\0';   /* the empty turn */
