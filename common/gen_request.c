@@ -156,7 +156,7 @@ bool gen_push_token(GenRequest *r, int32_t token, const float *logits) {
         compute_logprob(r, token, logits, p.lp);
     }
     const char *reason = NULL;
-    bool eog = tokenizer_is_eog(r->tok, token);
+    bool eog = !r->in.ignore_eos && tokenizer_is_eog(r->tok, token);
     pthread_mutex_lock(&r->mu);
     int n_after = r->res.n_generated + 1;
     pthread_mutex_unlock(&r->mu);

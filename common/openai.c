@@ -249,7 +249,7 @@ int oai_parse_request(OaiRequest *r, OaiKind kind, const char *body, size_t len,
     if (model && model->type != JSON_STRING) return failf(&c, "model", "'model' must be a string, got %s", type_name(model));
     r->model = model ? model->string : NULL;
     if (get_sampling(&c, o, r) || get_max_tokens(&c, o, r) || get_stop(&c, o, r) || get_stream(&c, o, r) ||
-        get_logprobs(&c, o, r))
+        get_logprobs(&c, o, r) || get_bool(&c, o, "ignore_eos", &r->ignore_eos))
         return -1;
     if (kind == OAI_CHAT) return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) ? -1 : 0;
     return get_prompt(&c, o, vocab_size, r);

@@ -33,6 +33,7 @@ typedef struct {
     int32_t *prompt_ids;        /* completion: [n_prompt_ids] when given as token ids */
     int n_prompt_ids;
     int max_tokens;             /* max_completion_tokens or max_tokens; -1 when absent */
+    bool ignore_eos;            /* "ignore_eos": true: end-of-generation tokens do not end the answer */
     SamplerParams sampling;
     bool seeded;                /* a seed was given (else a fresh one each request) */
     const char *stop[OAI_MAX_STOP];

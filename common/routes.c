@@ -295,7 +295,7 @@ static void route_generate(Exchange *x, OaiKind kind) {
         return;
     }
     GenInput in = {.prompt = ids, .n_prompt = n, .max_tokens = q.max_tokens, .sampling = q.sampling,
-                   .top_logprobs = q.top_logprobs};
+                   .top_logprobs = q.top_logprobs, .ignore_eos = q.ignore_eos};
     if (!q.seeded) in.sampling.seed = fresh_seed(s);
     snprintf(in.id, sizeof in.id, "%s-%08lx%08x", kind == OAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long)s->started,
              atomic_fetch_add(&s->next_id, 1));

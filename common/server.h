@@ -45,6 +45,8 @@ typedef struct {
     int max_tokens;          /* tokens to generate at most (>= 1); -1: until the room runs out */
     SamplerParams sampling;
     int top_logprobs;        /* -1: no logprobs; k >= 0: the chosen token's and the k best (k <= GEN_MAX_TOP_LOGPROBS) */
+    bool ignore_eos;         /* end-of-generation tokens are text like any other: only max_tokens, a stop string
+                                or the room left ends the answer (benchmarks: every answer the same length) */
     char id[48];             /* "chatcmpl-...": names the request in logs and debug views */
 } GenInput;
 

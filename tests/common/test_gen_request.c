@@ -82,6 +82,21 @@ TEST(gen_request_end_of_generation_and_max_tokens) {
     free(text);
     gen_request_free(r);
 
+    int32_t prompt[1] = {T_A}; /* ignore_eos: the end token is one more (textless) token; max_tokens ends it */
+    GenInput in = {.prompt = prompt, .n_prompt = 1, .max_tokens = 3, .sampling = sampler_params_default(),
+                   .top_logprobs = -1, .ignore_eos = true};
+    r = gen_request_create(&in, t, NULL, 0);
+    CHECK(!gen_push_token(r, T_B, NULL));
+    CHECK(!gen_push_token(r, T_END, NULL));
+    CHECK(gen_push_token(r, T_A, NULL));
+    gen_finish(r);
+    text = drain(r);
+    CHECK_STR(text, "b|a");
+    CHECK_STR(gen_result(r)->finish_reason, "length");
+    CHECK_EQ_INT(gen_result(r)->n_generated, 3);
+    free(text);
+    gen_request_free(r);
+
     r = make(t, 2, -1, NULL, 0);
     CHECK(!gen_push_token(r, T_A, NULL));
     CHECK(gen_push_token(r, T_C3, NULL)); /* max_tokens: the held byte is flushed */

@@ -39,7 +39,7 @@ TEST(openai_chat_defaults) {
     CHECK(!r.stream && !r.include_usage && !r.seeded);
     CHECK_EQ_INT(r.n_stop, 0);
     CHECK_EQ_INT(r.top_logprobs, -1);
-    CHECK(r.enable_thinking);
+    CHECK(r.enable_thinking && !r.ignore_eos);
     CHECK(r.model == NULL);
     oai_request_free(&r);
 }
@@ -50,7 +50,7 @@ TEST(openai_chat_every_field) {
                        "\"top_p\":0.5,\"top_k\":40,\"min_p\":0.05,\"seed\":-3,\"stop\":[\"a\",\"bc\"],"
                        "\"presence_penalty\":0.5,\"frequency_penalty\":-1,\"repeat_penalty\":1.1,\"n\":1,\"logprobs\":true,"
                        "\"top_logprobs\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-                       "\"chat_template_kwargs\":{\"enable_thinking\":false},\"user\":\"u\",\"tools\":[{}],"
+                       "\"chat_template_kwargs\":{\"enable_thinking\":false},\"ignore_eos\":true,\"user\":\"u\",\"tools\":[{}],"
                        "\"logit_bias\":{\"1\":2},\"response_format\":{\"type\":\"text\"}}";
     if (!parses(&r, OAI_CHAT, body)) return;
     CHECK_STR(r.model, "m");
@@ -66,7 +66,7 @@ TEST(openai_chat_every_field) {
     CHECK_NEAR(r.sampling.frequency_penalty, -1, 1e-7);
     CHECK_NEAR(r.sampling.repetition_penalty, 1.1, 1e-6);
     CHECK_EQ_INT(r.top_logprobs, 3);
-    CHECK(r.stream && r.include_usage && !r.enable_thinking);
+    CHECK(r.stream && r.include_usage && !r.enable_thinking && r.ignore_eos);
     oai_request_free(&r);
 }
 
@@ -148,6 +148,7 @@ TEST(openai_refuses_with_the_field_named) {
     CHECK(refused(OAI_CHAT, "{" MSG ",\"stop\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\","
                                      "\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]}", "at most 16", "stop"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"stream\":1}", "'stream' must be true or false", "stream"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"ignore_eos\":\"yes\"}", "'ignore_eos' must be true or false", "ignore_eos"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"stream_options\":[]}", "must be an object", "stream_options"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"top_logprobs\":2}", "needs 'logprobs': true", "top_logprobs"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"logprobs\":true,\"top_logprobs\":21}", "from 0 to 20", "top_logprobs"));
