@@ -93,6 +93,18 @@ void gen_prefill_done(GenRequest *r, int n_cached) {
     pthread_mutex_unlock(&r->mu);
 }
 
+void gen_charge(GenRequest *r, double ms, int batch) {
+    pthread_mutex_lock(&r->mu);
+    if (batch == 0) {
+        r->res.charged_prompt_ms += ms;
+    } else {
+        r->res.charged_decode_ms += ms;
+        r->res.decode_steps++;
+        r->res.batch_sum += batch;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 bool gen_cancelled(const GenRequest *r) { return atomic_load(&((GenRequest *)r)->cancel); }
 
 void gen_cancel(GenRequest *r) { atomic_store(&r->cancel, true); }

@@ -404,6 +404,16 @@ void oai_usage_members(Buf *out, const GenResult *res) {
     json_append_number(out, res->n_generated > 0 ? gen_ms / res->n_generated : 0);
     buf_puts(out, ",\"predicted_per_second\":");
     json_append_number(out, per_second(res->n_generated, gen_ms));
+    if (res->decode_steps > 0 || res->charged_prompt_ms > 0) { /* an engine that batches charged each its share */
+        buf_puts(out, ",\"prompt_charged_ms\":");
+        json_append_number(out, res->charged_prompt_ms);
+        buf_puts(out, ",\"predicted_charged_ms\":");
+        json_append_number(out, res->charged_decode_ms);
+        buf_puts(out, ",\"predicted_charged_per_token_ms\":");
+        json_append_number(out, res->decode_steps > 0 ? res->charged_decode_ms / res->decode_steps : 0);
+        buf_puts(out, ",\"batch_mean\":");
+        json_append_number(out, res->decode_steps > 0 ? (double)res->batch_sum / res->decode_steps : 0);
+    }
     buf_puts(out, "}");
 }
 

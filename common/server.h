@@ -80,6 +80,11 @@ typedef struct {
     int n_generated;            /* tokens the engine chose (the end-of-generation one included) */
     double t_submit, t_begin, t_prefill, t_first, t_last; /* time_now_ms(); 0 if it never happened */
     double *token_times;        /* [n_generated] when each token was pushed */
+    /* The engine time charged to this request (gen_charge; III.7): its prefill
+     * chunks whole, and of each fused decode step of B requests, step time / B. */
+    double charged_prompt_ms, charged_decode_ms;
+    int decode_steps;           /* decode steps it took part in */
+    long batch_sum;             /* the sum of their B (mean batch = batch_sum / decode_steps) */
 } GenResult;
 
 /* A request for in (the prompt is copied). tok detokenizes the chosen tokens
@@ -98,6 +103,9 @@ const GenInput *gen_input(const GenRequest *r);
 void gen_begin(GenRequest *r);
 /* The prompt has been read; n_cached of its tokens were not computed again (III.7's prefix cache; 0 in III.4). */
 void gen_prefill_done(GenRequest *r, int n_cached);
+/* Charges r ms of engine time: a prefill chunk of its own (batch 0), or its
+ * share of a decode step that ran batch requests at once (ms = step / batch). */
+void gen_charge(GenRequest *r, double ms, int batch);
 /* A chosen token, with the logits it was chosen from ([vocab_size], for
  * logprobs). The request detokenizes it, streaming UTF-8, applies the stop
  * strings, max_tokens and end-of-generation. Returns true when r wants no

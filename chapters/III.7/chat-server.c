@@ -143,7 +143,11 @@ static int load(Loaded *l, Options *o, char *err) {
 }
 
 static void unload(Loaded *l) {
-    if (l->engine) l->engine->destroy(l->engine);
+    if (l->engine) {
+        l->engine->shutdown(l->engine);
+        sched_report(l->engine, stderr);
+        l->engine->destroy(l->engine);
+    }
     kv_pool_free(l->pool);
     tokenizer_free(l->tok);
     qwen3_free(&l->model);

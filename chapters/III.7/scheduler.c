@@ -299,11 +299,16 @@ static void publish(Sched *s, Job *j) {
 
 /* The next token from j's logits by its own Sampler, to its client. false
  * when j is done (it ended itself, or its sequence is full). */
-static bool choose_next(Job *j) {
+static bool choose_next(Sched *s, Job *j) {
+    double t0 = time_now_ms();
     int32_t token = sampler_sample(j->sampler, j->seq.logits, NULL);
     sampler_accept(j->sampler, token);
     j->tokens[j->n_tokens++] = token;
     bool ended = gen_push_token(j->req, token, j->seq.logits);
+    double ms = time_now_ms() - t0;
+    pthread_mutex_lock(&s->mu);
+    s->stats.choose_ms += ms;
+    pthread_mutex_unlock(&s->mu);
     return !ended && j->seq.n_tokens < j->cap;
 }
 
@@ -316,12 +321,19 @@ static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
         Job *j = jobs[i];
         if (j->phase != JOB_PREFILL) continue;
         int rows = min_int(j->n_tokens - j->seq.n_tokens, budget);
+        double t0 = time_now_ms();
         if (seq_extend(&j->seq, j->tokens + j->seq.n_tokens, rows, err) != 0) {
             job_end(s, j, 500, err, log);
             jobs[i] = NULL;
             continue;
         }
+        double ms = time_now_ms() - t0;
+        gen_charge(j->req, ms, 0); /* a chunk of its own prompt: all of it is j's */
         budget -= rows;
+        pthread_mutex_lock(&s->mu);
+        s->stats.prefill_ms += ms;
+        s->stats.prefill_tokens += (uint64_t)rows;
+        pthread_mutex_unlock(&s->mu);
         log_job(&log->prefilled, j, " +%d (%d/%d)", rows, j->seq.n_tokens, j->n_tokens);
         pthread_mutex_lock(&s->mu);
         j->position = j->seq.n_tokens;
@@ -334,7 +346,7 @@ static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
         if (!done) continue;
         if (!j->prefill_reported) gen_prefill_done(j->req, j->n_cached);
         j->prefill_reported = true;
-        if (choose_next(j)) {
+        if (choose_next(s, j)) {
             publish(s, j);
         } else {
             job_end(s, j, 0, NULL, log);
@@ -403,13 +415,21 @@ static void decode(Sched *s, Job **jobs, int n, TickLog *log) {
     b = make_room(s, batch, b, log);
     if (b == 0) return;
     char err[ERR_MAX];
+    double t0 = time_now_ms();
     if (decode_step(batch, b, err) != 0) {
         for (int i = 0; i < b; i++) job_end(s, batch[i], 500, err, log);
         return;
     }
+    double ms = time_now_ms() - t0;
+    pthread_mutex_lock(&s->mu);
+    s->stats.decode_ms += ms;
+    s->stats.decode_steps++;
+    s->stats.decode_rows += (uint64_t)b;
+    pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < b; i++) {
+        gen_charge(batch[i]->req, ms / b, b); /* one step served b requests: each is charged its share */
         log_job(&log->decoded, batch[i], "%s", "");
-        if (choose_next(batch[i])) publish(s, batch[i]);
+        if (choose_next(s, batch[i])) publish(s, batch[i]);
         else job_end(s, batch[i], 0, NULL, log);
     }
 }
@@ -465,6 +485,7 @@ static void trace_tick(Sched *s, TickLog *log) {
 static void tick(Sched *s) {
     TickLog log = {0};
     Job *jobs[s->cfg.max_concurrent];
+    double t0 = time_now_ms();
     drop_cancelled(s, &log);
     admit(s, &log);
     int n = active_jobs(s, jobs);
@@ -472,6 +493,7 @@ static void tick(Sched *s) {
     decode(s, jobs, n, &log);
     pthread_mutex_lock(&s->mu);
     s->stats.ticks++;
+    s->stats.tick_ms += time_now_ms() - t0;
     pthread_mutex_unlock(&s->mu);
     trace_tick(s, &log);
 }
@@ -562,9 +584,29 @@ SchedStats sched_stats(Engine *e) {
     return st;
 }
 
+void sched_report(Engine *e, FILE *f) {
+    SchedStats st = sched_stats(e);
+    double rest = st.tick_ms - st.prefill_ms - st.decode_ms - st.choose_ms;
+    fprintf(f, "engine: %llu ticks in %.0f ms: prefill %.0f ms (%llu tokens), decode %.0f ms (%llu steps, mean batch %.2f), "
+               "choosing tokens %.0f ms, the rest %.0f ms\n",
+            (unsigned long long)st.ticks, st.tick_ms, st.prefill_ms, (unsigned long long)st.prefill_tokens, st.decode_ms,
+            (unsigned long long)st.decode_steps, st.decode_steps ? (double)st.decode_rows / st.decode_steps : 0,
+            st.choose_ms, rest);
+}
+
 static void sched_metrics(Engine *e, Buf *out) {
     Sched *s = (Sched *)e;
     SchedStats st = sched_stats(e);
+    prom_header(out, "chat_server_engine_seconds_total", "counter",
+                "Engine time by part: whole ticks, prefill chunks, fused decode steps, choosing tokens.");
+    prom_sample(out, "chat_server_engine_seconds_total", "part=\"tick\"", st.tick_ms / 1000);
+    prom_sample(out, "chat_server_engine_seconds_total", "part=\"prefill\"", st.prefill_ms / 1000);
+    prom_sample(out, "chat_server_engine_seconds_total", "part=\"decode\"", st.decode_ms / 1000);
+    prom_sample(out, "chat_server_engine_seconds_total", "part=\"choose\"", st.choose_ms / 1000);
+    prom_header(out, "chat_server_decode_steps_total", "counter", "Fused decode steps.");
+    prom_sample(out, "chat_server_decode_steps_total", NULL, (double)st.decode_steps);
+    prom_header(out, "chat_server_decode_rows_total", "counter", "Rows (requests) of those steps: rows / steps = mean batch.");
+    prom_sample(out, "chat_server_decode_rows_total", NULL, (double)st.decode_rows);
     prom_header(out, "chat_server_preemptions_total", "counter",
                 "Requests preempted when the KV pool ran out (their blocks freed, recomputed later).");
     prom_sample(out, "chat_server_preemptions_total", NULL, (double)st.preemptions);
@@ -622,8 +664,12 @@ static void slots_json(Sched *s, Buf *out) {
         json_append_string(out, j->in->id, strlen(j->in->id));
         buf_printf(out, ",\"tokens\":%d,\"preemptions\":%d}", j->n_tokens, j->preemptions);
     }
-    buf_printf(out, "],\"ticks\":%llu,\"preemptions\":%llu}", (unsigned long long)s->stats.ticks,
-               (unsigned long long)s->stats.preemptions);
+    const SchedStats *st = &s->stats;
+    buf_printf(out, "],\"ticks\":%llu,\"preemptions\":%llu,\"engine_ms\":{\"ticks\":%.1f,\"prefill\":%.1f,"
+               "\"decode\":%.1f,\"choose\":%.1f},\"prefill_tokens\":%llu,\"decode_steps\":%llu,\"decode_rows\":%llu}",
+               (unsigned long long)st->ticks, (unsigned long long)st->preemptions, st->tick_ms, st->prefill_ms,
+               st->decode_ms, st->choose_ms, (unsigned long long)st->prefill_tokens,
+               (unsigned long long)st->decode_steps, (unsigned long long)st->decode_rows);
     pthread_mutex_unlock(&s->mu);
 }
 

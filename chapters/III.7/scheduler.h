@@ -53,12 +53,19 @@ Engine *sched_engine_create(const SchedConfig *c, char *err);
 /* One tick (with SchedConfig.manual); true while requests run or wait. */
 bool sched_tick(Engine *e);
 
-/* Counters since the engine was made. */
+/* Counters since the engine was made. Where the engine's time went (ms):
+ * whole ticks, the prefill chunks, the fused decode steps (forward passes
+ * only), and choosing and handing out the tokens; the rest of a tick is the
+ * scheduler's own bookkeeping. */
 typedef struct {
     uint64_t ticks, admitted, preemptions;
+    double tick_ms, prefill_ms, decode_ms, choose_ms;
+    uint64_t prefill_tokens, decode_steps, decode_rows; /* decode_rows / decode_steps: the mean batch */
     uint64_t prefix_lookups, prefix_hits, prefix_cached_tokens, prefix_evicted_blocks;
     int prefix_blocks;    /* blocks the prefix cache holds now */
 } SchedStats;
 SchedStats sched_stats(Engine *e);
+/* One line on f: where the engine's time went (the server prints it when it stops). */
+void sched_report(Engine *e, FILE *f);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "json.h"
+#include "openai.h"
 #include "scheduler.h"
 #include "sequence.h"
 #include "test_util.h"
@@ -253,6 +254,52 @@ TEST(III7_sched_chunked_prefill_keeps_others_decoding) {
     CHECK(same_out(&oa, &want));
     solo(&f, &big, &want);
     CHECK(same_out(&ob, &want));
+    fx_close(&f);
+}
+
+/* Each request is charged its prefill chunks whole and 1/B of every fused
+ * decode step it took part in: the charges add up to the engine's prefill and
+ * decode time, and a request's mean batch is what the steps ran. */
+TEST(III7_sched_charges_each_its_share_of_the_step) {
+    Fixture f;
+    if (!fx_open(&f, (Setup){.slots = 4, .block_size = 8, .n_blocks = 64})) {
+        fx_close(&f);
+        return;
+    }
+    GenRequest *r[N_MIX];
+    for (int i = 0; i < N_MIX; i++) submit_ok(&f, r[i] = request(&f, &MIX[i], i));
+    run_all(&f, 2000);
+    double prefill = 0, decode = 0;
+    long rows = 0, steps_max = 0;
+    bool batched = false;
+    for (int i = 0; i < N_MIX; i++) {
+        Out o = {0};
+        CHECK(drain(r[i], &o));
+        const GenResult *res = gen_result(r[i]);
+        CHECK_MSG(res->decode_steps == res->n_generated - 1, "request %d: %d decode steps for %d tokens", i,
+                  res->decode_steps, res->n_generated);
+        CHECK(res->charged_prompt_ms > 0 && res->charged_decode_ms > 0);
+        CHECK(res->batch_sum >= res->decode_steps && res->batch_sum <= 4L * res->decode_steps);
+        batched |= res->batch_sum > res->decode_steps;
+        /* its share can be no more than the wall time it spent decoding */
+        CHECK(res->charged_decode_ms <= res->t_last - res->t_prefill + 1e-6);
+        prefill += res->charged_prompt_ms;
+        decode += res->charged_decode_ms;
+        rows += res->decode_steps;
+        if (res->decode_steps > steps_max) steps_max = res->decode_steps;
+    }
+    CHECK_MSG(batched, "no request shared a decode step");
+    SchedStats st = sched_stats(f.e);
+    CHECK_NEAR(prefill, st.prefill_ms, 1e-6 * (1 + st.prefill_ms));
+    CHECK_NEAR(decode, st.decode_ms, 1e-6 * (1 + st.decode_ms));
+    CHECK_EQ_INT((int)st.decode_rows, (int)rows);
+    CHECK((long)st.decode_steps >= steps_max && (long)st.decode_steps < rows);
+    CHECK(st.tick_ms >= st.prefill_ms + st.decode_ms + st.choose_ms - 1e-6);
+    /* and the client sees it in the timings */
+    Buf b = {0};
+    oai_usage_members(&b, gen_result(r[0]));
+    CHECK(strstr(b.data, "\"predicted_charged_ms\":") && strstr(b.data, "\"batch_mean\":"));
+    buf_free(&b);
     fx_close(&f);
 }
 
