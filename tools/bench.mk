@@ -19,6 +19,9 @@
 #> make bench-space [BENCH_TYPES=...]          only say what disk space the bench models take, and check it
 #>   BENCH_BATCHES="1 2 4 8"                   batch sizes of III.7's batched-decode sweep ("": none)
 #>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (128, 64)
+#>   BENCH_AB_LOAD="N C PROMPT OUTPUT"         III.7's A/B for every type: N streaming requests, C at a time,
+#>                                             PROMPT-word prompts, OUTPUT tokens each, against chat-server
+#>                                             --max-concurrent 1 then C (default "16 8 64 32"; "": none)
 
 BENCH_TYPES    ?= q8_0 q4_0
 override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k,$(BENCH_TYPES))
@@ -31,10 +34,12 @@ BENCH_KV_TOKENS   ?= 16
 BENCH_BATCHES  ?= 1 2 4 8
 BENCH_BATCH_PROMPT ?= 128
 BENCH_BATCH_STEPS  ?= 64
+BENCH_AB_LOAD  ?= 16 8 64 32
+BENCH_AB_SERVER := $(BUILD)/$(lastword $(CHAPTERS))/chat-server
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
 
-$(BUILD)/tools/bench: tools/bench/bench.c tools/bench/batched.c $(COMMON_LIB)
+$(BUILD)/tools/bench: tools/bench/bench.c tools/bench/batched.c tools/bench/ab.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/bench -Icommon -o $@ $^ $(LDLIBS)
 EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench
@@ -60,22 +65,23 @@ bench-space: $(MKMODEL)
 .PRECIOUS: $(BENCH_DIR)/models/qwen3-0.6b-%.gguf
 
 bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench $(KV_BENCH) \
-	  $(BENCH_MODELS)
+	  $(BUILD)/tools/loadgen $(BENCH_MODELS)
 	$(BUILD)/tools/bench --build $(BUILD) --models $(BENCH_DIR)/models --out $(BENCH_DIR) \
 	  --chapters "$(CHAPTERS)" --types "$(BENCH_TYPES)" --backends "$(BENCH_BACKENDS)" \
 	  --threads $(BENCH_THREADS) --tokens $(BENCH_TOKENS) --runs $(BENCH_RUNS) \
 	  --kv-contexts "$(BENCH_KV_CONTEXTS)" --kv-tokens $(BENCH_KV_TOKENS) \
-	  --batches "$(BENCH_BATCHES)" --batch-prompt $(BENCH_BATCH_PROMPT) --batch-steps $(BENCH_BATCH_STEPS)
+	  --batches "$(BENCH_BATCHES)" --batch-prompt $(BENCH_BATCH_PROMPT) --batch-steps $(BENCH_BATCH_STEPS) \
+	  --ab-load "$(BENCH_AB_LOAD)" --ab-server $(BENCH_AB_SERVER) --loadgen $(BUILD)/tools/loadgen
 
-# III.7's A/B: the same streaming load (tools/loadgen) against the last chapter's
-# chat-server with --max-concurrent 1, then with C slots; prints both and the
-# ratio of aggregate output tokens/s, writes build/bench/ab.json.
-#> make bench-ab [BENCH_AB_TYPE=q8_0]          III.7's A/B: one streaming load against chat-server with
-#>   [BENCH_AB_LOAD="N C PROMPT OUTPUT"]       --max-concurrent 1 and C (default "16 8 64 32"), and the ratio
+# III.7's A/B alone: the same streaming load (tools/loadgen) against the last
+# chapter's chat-server with --max-concurrent 1, then with C slots; prints both
+# and the ratio of aggregate output tokens/s, writes build/bench/ab.json (one
+# object, the fields of an element of bench.json's "ab").
+#> make bench-ab [BENCH_AB_TYPE=q8_0]          III.7's A/B alone, on one type: one streaming load against
+#>   [BENCH_AB_LOAD="N C PROMPT OUTPUT"]       chat-server --max-concurrent 1 and C, the ratio; writes
+#>                                             build/bench/ab.json (default load "16 8 64 32")
 BENCH_AB_TYPE ?= $(firstword $(BENCH_TYPES))
-BENCH_AB_LOAD ?= 16 8 64 32
-BENCH_AB_SERVER := $(BUILD)/$(lastword $(CHAPTERS))/chat-server
 .PHONY: bench-ab
 bench-ab: $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf
 	tools/bench/ab.sh $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf \
-	  $(BENCH_DIR) $(BENCH_AB_LOAD)
+	  $(BENCH_DIR) $(or $(strip $(BENCH_AB_LOAD)),16 8 64 32) '--backend parallel $(if $(filter-out 0,$(BENCH_THREADS)),--threads $(BENCH_THREADS))'

@@ -4,6 +4,7 @@
  *         [--types "f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k"] [--backends "simd parallel"]
  *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128] [--runs 2]
  *         [--kv-contexts "256 1024 2048"] [--kv-tokens 16]
+ *         [--ab-load "16 8 64 32"] [--ab-server PATH] [--loadgen PATH]
  *
  * For every chapter, weight type and backend it runs the chapter's
  * model-generate on a Qwen3-0.6B-shaped model (made by mkmodel), with a prompt
@@ -23,13 +24,16 @@
  * decode step of the basic and the paged cache with each of --kv-contexts
  * positions cached (--kv-tokens steps of each a run, --runs + 1 runs, the kinds
  * taking turns step by step), and attention alone, on the first type and the
- * last backend. Writes bench.md and bench.json to --out and prints the tables. */
+ * last backend. Then III.7's batched-decode sweep (batched.h) and the A/B of
+ * the server with one slot against C slots (ab.h), for every type.
+ * Writes bench.md and bench.json to --out and prints the tables. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "ab.h"
 #include "batched.h"
 #include "json.h"
 #include "qwen3.h"
@@ -45,6 +49,8 @@ typedef struct {
     int threads, tokens, recompute_tokens, prompt_tokens, runs, kv_tokens;
     const char *batches;           /* the batched sweep's batch sizes ("" for none) */
     int batch_prompt, batch_steps;
+    const char *ab_load;           /* the A/B's "N C PROMPT OUTPUT" ("" for none) */
+    const char *ab_server, *loadgen;
 } Options;
 
 typedef struct {
@@ -377,7 +383,7 @@ static void write_kv_json(FILE *f, const KvTable *t) {
 }
 
 static void write_json(const char *path, const Row *rows, int n, double gb1, double gbn, int nt, const KvTable *kv,
-                       const BatchRow *brows, int nb, const Limits *lim) {
+                       const BatchRow *brows, int nb, const Limits *lim, const AbRow *ab, int n_ab) {
     FILE *f = fopen(path, "w");
     if (!f) return;
     /* when and where: the book's figures drawn from this file say both */
@@ -409,6 +415,10 @@ static void write_json(const char *path, const Row *rows, int n, double gb1, dou
         fprintf(f, ",\n");
         batched_json(f, brows, nb, lim);
     }
+    if (n_ab) {
+        fprintf(f, ",\n");
+        ab_json(f, ab, n_ab);
+    }
     fprintf(f, "}\n");
     fclose(f);
 }
@@ -419,9 +429,12 @@ static int usage(FILE *f, int rc) {
                "             [--backends LIST] [--threads N] [--tokens N] [--recompute-tokens N]\n"
                "             [--prompt-tokens N] [--runs N] [--kv-contexts LIST] [--kv-tokens N]\n"
                "             [--batches \"1 2 4 8\"] [--batch-prompt N] [--batch-steps N]\n"
+               "             [--ab-load \"N C PROMPT OUTPUT\"] [--ab-server PATH] [--loadgen PATH]\n"
                "Prefill and decode speed of each chapter, type and backend, with the machine's read\n"
                "bandwidth (tools/membw); then the batched-decode sweep of the last chapter that has a\n"
-               "batched-bench, with the peak arithmetic (tools/flops); --batches \"\" skips it.\n"
+               "batched-bench, with the peak arithmetic (tools/flops); --batches \"\" skips it. Then the A/B of\n"
+               "--ab-server (default: the last chapter's chat-server) with 1 and C slots under one load of\n"
+               "tools/loadgen (tools/bench/ab.sh), for every type; --ab-load \"\" skips it.\n"
                "Writes OUT/bench.md and OUT/bench.json. Run by `make bench`.\n");
     return rc;
 }
@@ -429,7 +442,7 @@ static int usage(FILE *f, int rc) {
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
                    .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16,
-                   .batches = "1 2 4 8", .batch_prompt = 128, .batch_steps = 64};
+                   .batches = "1 2 4 8", .batch_prompt = 128, .batch_steps = 64, .ab_load = "16 8 64 32"};
     o->n_chapters = split("II.1 II.2", o->chapters);
     o->n_types = split("f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k", o->types);
     o->n_backends = split("simd parallel", o->backends);
@@ -454,6 +467,9 @@ static int parse(Options *o, int argc, char **argv) {
         else if (strcmp(a, "--batches") == 0) o->batches = v;
         else if (strcmp(a, "--batch-prompt") == 0) o->batch_prompt = atoi(v);
         else if (strcmp(a, "--batch-steps") == 0) o->batch_steps = atoi(v);
+        else if (strcmp(a, "--ab-load") == 0) o->ab_load = v;
+        else if (strcmp(a, "--ab-server") == 0) o->ab_server = v;
+        else if (strcmp(a, "--loadgen") == 0) o->loadgen = v;
         else return -1;
     }
     if (o->threads <= 0) o->threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -530,21 +546,31 @@ int main(int argc, char **argv) {
     int nb = 0;
     if (batched_program(&o, program, sizeof program))
         nb = batched_run(&plan, o.build, o.models, o.types, o.n_types, o.backends, o.n_backends, &lim, &brows);
+    char server[1024], loadgen[1024];
+    snprintf(server, sizeof server, "%s/%s/chat-server", o.build, o.chapters[o.n_chapters - 1]);
+    snprintf(loadgen, sizeof loadgen, "%s/tools/loadgen", o.build);
+    AbPlan ab_plan = {"tools/bench/ab.sh", o.ab_server ? o.ab_server : server, o.loadgen ? o.loadgen : loadgen,
+                      o.ab_load, o.out, o.threads};
+    AbRow *ab = NULL;
+    int n_ab = ab_run(&ab_plan, o.models, o.types, o.n_types, &ab);
     load_after = load_average();
     print_table(stdout, rows, n, &o, gb1, gbn, o.threads);
     if (have_kv) print_kv_table(stdout, &kv, &o);
     if (nb) batched_print(stdout, &plan, brows, nb, &lim);
+    if (n_ab) ab_print(stdout, &ab_plan, ab, n_ab);
     snprintf(path, sizeof path, "%s/bench.md", o.out);
     FILE *f = fopen(path, "w");
     if (f) {
         print_table(f, rows, n, &o, gb1, gbn, o.threads);
         if (have_kv) print_kv_table(f, &kv, &o);
         if (nb) batched_print(f, &plan, brows, nb, &lim);
+        if (n_ab) ab_print(f, &ab_plan, ab, n_ab);
         fclose(f);
     }
     snprintf(path, sizeof path, "%s/bench.json", o.out);
-    write_json(path, rows, n, gb1, gbn, o.threads, have_kv ? &kv : NULL, brows, nb, &lim);
+    write_json(path, rows, n, gb1, gbn, o.threads, have_kv ? &kv : NULL, brows, nb, &lim, ab, n_ab);
     fprintf(stderr, "bench: wrote %s/bench.md and %s/bench.json\n", o.out, o.out);
+    free(ab);
     free(brows);
     free(rows);
     return 0;
