@@ -47,6 +47,19 @@ $(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/har
 EXTRA_TESTS += $(if $(SERVER_CHAPTERS),$(BUILD)/tests/server)
 test: $(SERVER_SLOW_MODEL) $(NODE_OPENAI)
 
+# The 32-client load test at full size (make test runs it small: 32 clients for
+# 3 s): 32 streaming clients for a minute against the last chapter's
+# chat-server that runs requests side by side; every answer must be its solo
+# answer, resident memory flat after the warm-up, the pool whole at the end.
+#> make soak [SOAK_CLIENTS=32 SOAK_SECONDS=60]  the load test at full size: streaming clients against III.7's
+#>                                             chat-server on loopback (same answers as alone, flat memory,
+#>                                             every KV block back at the end); stops by itself
+SOAK_CLIENTS ?= 32
+SOAK_SECONDS ?= 60
+.PHONY: soak
+soak: $(BUILD)/tests/server $(ALL_PROGRAMS)
+	SOAK_CLIENTS=$(SOAK_CLIENTS) SOAK_SECONDS=$(SOAK_SECONDS) $(BUILD)/tests/server server_soak
+
 # make memcheck also runs the server's parsers, and a chat-server answering
 # the API-key test (the node client included when installed) and stopped by
 # SIGTERM, under valgrind: no invalid access, no leak, exit 0.
