@@ -21,7 +21,7 @@
 #>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (128, 64)
 #>   BENCH_AB_LOAD="N C PROMPT OUTPUT"         III.7's A/B for every type: N streaming requests, C at a time,
 #>                                             PROMPT-word prompts, OUTPUT tokens each, against chat-server
-#>                                             --max-concurrent 1 then C (default "16 8 64 32"; "": none)
+#>                                             --max-concurrent 1 then C (default "16 8 16 64"; "": none)
 
 BENCH_TYPES    ?= q8_0 q4_0
 override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k,$(BENCH_TYPES))
@@ -34,7 +34,7 @@ BENCH_KV_TOKENS   ?= 16
 BENCH_BATCHES  ?= 1 2 4 8
 BENCH_BATCH_PROMPT ?= 128
 BENCH_BATCH_STEPS  ?= 64
-BENCH_AB_LOAD  ?= 16 8 64 32
+BENCH_AB_LOAD  ?= 16 8 16 64
 BENCH_AB_SERVER := $(BUILD)/$(lastword $(CHAPTERS))/chat-server
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
@@ -79,9 +79,9 @@ bench: bench-space $(ALL_PROGRAMS) $(BUILD)/tools/membw $(BUILD)/tools/flops $(B
 # object, the fields of an element of bench.json's "ab").
 #> make bench-ab [BENCH_AB_TYPE=q8_0]          III.7's A/B alone, on one type: one streaming load against
 #>   [BENCH_AB_LOAD="N C PROMPT OUTPUT"]       chat-server --max-concurrent 1 and C, the ratio; writes
-#>                                             build/bench/ab.json (default load "16 8 64 32")
+#>                                             build/bench/ab.json (default load "16 8 16 64")
 BENCH_AB_TYPE ?= $(firstword $(BENCH_TYPES))
 .PHONY: bench-ab
 bench-ab: $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf
 	tools/bench/ab.sh $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf \
-	  $(BENCH_DIR) $(or $(strip $(BENCH_AB_LOAD)),16 8 64 32) '--backend parallel $(if $(filter-out 0,$(BENCH_THREADS)),--threads $(BENCH_THREADS))'
+	  $(BENCH_DIR) $(or $(strip $(BENCH_AB_LOAD)),16 8 16 64) '--backend parallel $(if $(filter-out 0,$(BENCH_THREADS)),--threads $(BENCH_THREADS))'

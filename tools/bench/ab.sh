@@ -13,7 +13,7 @@
 set -u
 server=${1:?usage: ab.sh SERVER LOADGEN MODEL OUT [N C PROMPT OUTPUT [SERVER_ARGS]]}
 loadgen=${2:?}; model=${3:?}; out=${4:?}
-n=${5:-16}; c=${6:-8}; prompt=${7:-64}; output=${8:-32}; server_args=${9:-}
+n=${5:-16}; c=${6:-8}; prompt=${7:-16}; output=${8:-64}; server_args=${9:-}
 type=$(basename "$model" .gguf); type=${type##*-}
 mkdir -p "$out" || exit 2
 port=$((20000 + $$ % 20000))

@@ -4,7 +4,7 @@
  *         [--types "f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k"] [--backends "simd parallel"]
  *         [--threads N] [--tokens 64] [--recompute-tokens 4] [--prompt-tokens 128] [--runs 2]
  *         [--kv-contexts "256 1024 2048"] [--kv-tokens 16]
- *         [--ab-load "16 8 64 32"] [--ab-server PATH] [--loadgen PATH]
+ *         [--ab-load "16 8 16 64"] [--ab-server PATH] [--loadgen PATH]
  *
  * For every chapter, weight type and backend it runs the chapter's
  * model-generate on a Qwen3-0.6B-shaped model (made by mkmodel), with a prompt
@@ -442,7 +442,7 @@ static int usage(FILE *f, int rc) {
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.build = "build", .models = "build/bench/models", .out = "build/bench", .threads = 0,
                    .tokens = 64, .recompute_tokens = 4, .prompt_tokens = 128, .runs = 2, .kv_tokens = 16,
-                   .batches = "1 2 4 8", .batch_prompt = 128, .batch_steps = 64, .ab_load = "16 8 64 32"};
+                   .batches = "1 2 4 8", .batch_prompt = 128, .batch_steps = 64, .ab_load = "16 8 16 64"};
     o->n_chapters = split("II.1 II.2", o->chapters);
     o->n_types = split("f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k", o->types);
     o->n_backends = split("simd parallel", o->backends);
