@@ -138,7 +138,8 @@ TEST(server_sched_views_and_counters) {
             if (phase) {
                 seen = true;
                 CHECK(strncmp(json_string_at(v, "slots", "0", "request", NULL), "cmpl-", 5) == 0);
-                CHECK(json_number_at(v, "slots", "0", "position", NULL) >= 1);
+                /* admitted but not yet prefilled, it holds no position (a loaded machine shows it so) */
+                CHECK(json_number_at(v, "slots", "0", "position", NULL) >= (strcmp(phase, "prefill") == 0 ? 0 : 1));
                 CHECK(json_get(json_get(&json_get(v, "slots")->items[0], "blocks"), "0") == NULL ||
                       json_number_at(v, "slots", "0", "blocks", "0", NULL) >= 0);
                 CHECK_EQ_INT(json_number_at(v, "max_concurrent", NULL), 2);
