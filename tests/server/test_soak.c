@@ -147,6 +147,11 @@ TEST(server_soak_many_clients_same_answers_flat_memory) {
                         "\"ignore_eos\":true}", &r)) {
         JsonValue *v = http_reply_json(&r);
         CHECK_EQ_INT((int)json_number_at(v, "usage", "completion_tokens", NULL), 40);
+        /* alone, every decode step was its own: charged all of each, a batch of 1 */
+        CHECK(json_number_at(v, "timings", "predicted_charged_ms", NULL) > 0);
+        CHECK(json_number_at(v, "timings", "predicted_charged_ms", NULL) <=
+              json_number_at(v, "timings", "predicted_ms", NULL) + 1e-6);
+        CHECK_NEAR(json_number_at(v, "timings", "batch_mean", NULL), 1, 0);
         json_free(v);
         http_reply_free(&r);
     }
