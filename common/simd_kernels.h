@@ -810,11 +810,18 @@ INLINE void K(pack_q4)(const uint8_t *const *blk, int codes, __m512i *dst) {
     }
 }
 
-/* What a missing output (past the end of W) reads: a block of zeros. */
-static const uint8_t K(zero_block)[64];
+/* The 16-bit values at blk[j] + at (a scale or a min of each block). */
+INLINE __m256i K(halves16)(const uint8_t *const *blk, int at) {
+    uint16_t h[PC_N];
+    UNROLL for (int j = 0; j < PC_N; j++) memcpy(&h[j], blk[j] + at, 2);
+    return _mm256_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], (short)h[4], (short)h[5], (short)h[6],
+                             (short)h[7], (short)h[8], (short)h[9], (short)h[10], (short)h[11], (short)h[12], (short)h[13],
+                             (short)h[14], (short)h[15]);
+}
 
 /* Blocks [b0, b1) of outputs [o0, o0 + cols), cols <= PC_N, packed: per
- * block PC_VECS vectors (see above). Missing outputs get zeros. */
+ * block PC_VECS vectors (see above). Lanes past cols repeat the last output;
+ * K(ptile) does not store them. */
 INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m512i *dst) {
     const size_t bytes = K(q32_bytes)(t);
     /* The next tile's rows are one contiguous run of memory: ask for it in
@@ -823,21 +830,19 @@ INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, 
     int nb = (int)(w->ne[0] / 32), next = o0 + PC_N, next_end = next + PC_N < w->ne[1] ? next + PC_N : (int)w->ne[1];
     size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0, per = (lines + nb - 1) / nb;
     const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
+    const uint8_t *base = tensor_row(w, o0);
+    size_t off[PC_N];
+    for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
     for (int b = b0; b < b1; b++, dst += PC_VECS) {
-        const uint8_t *blk[PC_N];
-        uint16_t d[PC_N], m[PC_N];
-        UNROLL for (int j = 0; j < PC_N; j++) {
-            blk[j] = j < cols ? (const uint8_t *)tensor_row(w, o0 + j) + (size_t)b * bytes : K(zero_block);
-            memcpy(&d[j], blk[j], 2);
-            if (t == DT_Q4_1) memcpy(&m[j], blk[j] + 2, 2);
-        }
+        const uint8_t *bb = base + (size_t)b * bytes, *blk[PC_N];
+        UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
         for (size_t l = (size_t)b * per; ahead && l < (size_t)(b + 1) * per && l < lines; l++)
             _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
         if (t == DT_Q8_0) K(pack_q8)(blk, dst);
         else K(pack_q4)(blk, K(q32_codes)(t), dst);
-        dst[8] = _mm512_castps_si512(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d)));
+        dst[8] = _mm512_castps_si512(_mm512_cvtph_ps(K(halves16)(blk, 0)));
         if (t == DT_Q4_1) /* +m is stored; the lanes take off -m (see K(has_min)) */
-            dst[9] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)m))));
+            dst[9] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(K(halves16)(blk, 2))));
     }
 }
 
@@ -849,16 +854,25 @@ INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m512i 
     UNROLL for (int r = 0; r < R; r++)
         acc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + (size_t)(i0 + r) * out);
     for (int b = b0; b < b1; b++, p += PC_VECS) {
-        __m512i lanes[PC_R];
-        UNROLL for (int r = 0; r < R; r++) lanes[r] = _mm512_set1_epi32(a->c[(size_t)(i0 + r) * a->s_stride + 8 * (size_t)b]);
+        /* Few rows: two chains of dot products (even and odd g), so that each
+         * waits on half as many; integer sums are exact, so the split cannot
+         * change a result. */
+        __m512i lanes[PC_R], odd[PC_R];
+        const bool split = R <= 2;
+        UNROLL for (int r = 0; r < R; r++) {
+            lanes[r] = _mm512_set1_epi32(a->c[(size_t)(i0 + r) * a->s_stride + 8 * (size_t)b]);
+            odd[r] = _mm512_setzero_si512();
+        }
         UNROLL for (int g = 0; g < 8; g++) {
             __m512i wv = _mm512_load_si512(p + g);
             UNROLL for (int r = 0; r < R; r++) {
                 int32_t xv;
                 memcpy(&xv, a->q + (size_t)(i0 + r) * a->q_stride + 32 * (size_t)b + 4 * g, 4);
-                lanes[r] = _mm512_dpbusd_epi32(lanes[r], wv, _mm512_set1_epi32(xv));
+                if (split && (g & 1)) odd[r] = _mm512_dpbusd_epi32(odd[r], wv, _mm512_set1_epi32(xv));
+                else lanes[r] = _mm512_dpbusd_epi32(lanes[r], wv, _mm512_set1_epi32(xv));
             }
         }
+        if (split) UNROLL for (int r = 0; r < R; r++) lanes[r] = _mm512_add_epi32(lanes[r], odd[r]);
         __m512 sc = _mm512_load_ps((const float *)(p + 8));
         UNROLL for (int r = 0; r < R; r++) {
             size_t si = (size_t)(i0 + r) * a->s_stride + 8 * (size_t)b;
