@@ -140,7 +140,7 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
     for (; k + VF_N <= in; k += VF_N) {
         VF wv[FT_C];
         UNROLL for (int c = 0; c < C; c++) {
-            if (R == 1) /* decode: stream the weights, asking ahead (see PREFETCH_BYTES) */
+            if (i0 == 0) /* the first row tile streams the weights from memory: ask ahead (see PREFETCH_BYTES) */
                 _mm_prefetch((const char *)wr[c] + (size_t)k * es + PREFETCH_BYTES, _MM_HINT_T0);
             wv[c] = K(load_w)(t, wr[c], k);
         }
