@@ -469,7 +469,12 @@ INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {
     __m512i hi = _mm512_and_si512(K(shift_halves)(_mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h)), 2 * r, 2 * r + 2),
                                   _mm512_set1_epi8(3));
     o->u = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
-    o->scale = K(spread4)(d * (float)sc[2 * b], d * (float)sc[2 * b + 1], d * (float)sc[2 * b + 2], d * (float)sc[2 * b + 3]);
+    /* the 4 signed scales widened and multiplied in one vector: the same
+     * products as one at a time, with fewer instructions (decode is short of them) */
+    uint32_t s4;
+    memcpy(&s4, sc + 2 * b, 4);
+    __m128 f = _mm_mul_ps(_mm_set1_ps(d), _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_cvtsi32_si128((int)s4))));
+    o->scale = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_castps128_ps512(f));
 #else
     __m256i lo = _mm256_loadu_si256((const __m256i *)(sb + 64 * h + 32 * (r & 1)));
     __m256i hi = _mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h));
