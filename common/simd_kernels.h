@@ -9,7 +9,9 @@
  * whatever the tile it is computed in, then reduced by one fixed tree (hsum).
  * A tile of R rows x C outputs only shares the loads: a weight vector decoded
  * once serves R rows, an activation vector loaded once serves C outputs. So
- * a batch of 16 and a batch of 1 give bitwise equal rows.
+ * a batch of 16 and a batch of 1 give bitwise equal rows. (The AVX-512
+ * kernels of Q8_0, Q4_0 and Q4_1, K(pcols), give each output one lane of a
+ * vector instead, updated once per block, in block order, for any batch.)
  *
  * Two kinds of dot products:
  *  - float weights (F32, F16, BF16): acc += w[k..k+N) * x[k..k+N) for each
