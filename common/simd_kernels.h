@@ -9,7 +9,9 @@
  * whatever the tile it is computed in, then reduced by one fixed tree (hsum).
  * A tile of R rows x C outputs only shares the loads: a weight vector decoded
  * once serves R rows, an activation vector loaded once serves C outputs. So
- * a batch of 16 and a batch of 1 give bitwise equal rows.
+ * a batch of 16 and a batch of 1 give bitwise equal rows. (The AVX-512
+ * kernels of Q8_0, Q4_0 and Q4_1, K(pcols), give each output one lane of a
+ * vector instead, updated once per block, in block order, for any batch.)
  *
  * Two kinds of dot products:
  *  - float weights (F32, F16, BF16): acc += w[k..k+N) * x[k..k+N) for each
@@ -140,7 +142,7 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
     for (; k + VF_N <= in; k += VF_N) {
         VF wv[FT_C];
         UNROLL for (int c = 0; c < C; c++) {
-            if (R == 1) /* decode: stream the weights, asking ahead (see PREFETCH_BYTES) */
+            if (i0 == 0) /* the first row tile streams the weights from memory: ask ahead (see PREFETCH_BYTES) */
                 _mm_prefetch((const char *)wr[c] + (size_t)k * es + PREFETCH_BYTES, _MM_HINT_T0);
             wv[c] = K(load_w)(t, wr[c], k);
         }
@@ -219,6 +221,10 @@ INLINE bool K(has_min)(DType t) {
     return t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q2_K || t == DT_Q4_K || t == DT_Q5_K;
 }
 
+/* The types whose AVX-512 kernels pack 16 outputs per vector (K(pcols)):
+ * their activation rows carry whole-block sums, not per-lane ones. */
+INLINE bool K(packed)(DType t) { return SIMD_512 && (t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1); }
+
 /* AVX2 has no unsigned x signed dot product that cannot overflow for u up to
  * 255, so there the types with 8-bit weights (Q8_0, and the IQ4 table's -127..113)
  * keep them signed: |w| times x with w's sign. */
@@ -265,6 +271,11 @@ static void K(quantize_row)(DType t, const float *x, int64_t in, int8_t *q, int3
         __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), qv), _mm256_set1_epi16(1));
 #endif
         _mm256_storeu_si256((__m256i *)q, qv);
+        if (K(packed)(t)) { /* every lane the block's total */
+            __m128i h = _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+            h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+            sums = _mm256_broadcastd_epi32(_mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1)));
+        }
         _mm256_storeu_si256((__m256i *)c, _mm256_mullo_epi32(sums, _mm256_set1_epi32(-off)));
         __m256 vd = _mm256_set1_ps(d);
         _mm256_storeu_ps(s, vd);
@@ -460,7 +471,12 @@ INLINE void K(decode_q6_k)(const uint8_t *row, int c, K(WChunk) *o) {
     __m512i hi = _mm512_and_si512(K(shift_halves)(_mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h)), 2 * r, 2 * r + 2),
                                   _mm512_set1_epi8(3));
     o->u = _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4));
-    o->scale = K(spread4)(d * (float)sc[2 * b], d * (float)sc[2 * b + 1], d * (float)sc[2 * b + 2], d * (float)sc[2 * b + 3]);
+    /* the 4 signed scales widened and multiplied in one vector: the same
+     * products as one at a time, with fewer instructions (decode is short of them) */
+    uint32_t s4;
+    memcpy(&s4, sc + 2 * b, 4);
+    __m128 f = _mm_mul_ps(_mm_set1_ps(d), _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_cvtsi32_si128((int)s4))));
+    o->scale = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_castps128_ps512(f));
 #else
     __m256i lo = _mm256_loadu_si256((const __m256i *)(sb + 64 * h + 32 * (r & 1)));
     __m256i hi = _mm256_loadu_si256((const __m256i *)(sb + 128 + 32 * h));
@@ -697,18 +713,234 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
     free(pre);
 }
 
+#define PC_N 16     /* outputs per packed tile: one per float lane */
+#define PC_R 4      /* activation rows per inner loop */
+#define PC_BLOCKS 16 /* blocks packed at a time: the pack stays in L1, rows loop over it */
+#define PC_VECS 10  /* per block: 8 vectors of codes, the scales, the mins */
+#if SIMD_512
+/* ---- quantized weights, column-packed (AVX-512: Q8_0, Q4_0, Q4_1) ----
+ * The kernels above give each output 16 float lanes and pay four vector
+ * operations (dot product, convert, scale, add) per output and per 64
+ * weights. Here one vector holds 16 outputs instead: the weights of 16 rows
+ * of W are packed (decoded once, transposed by 4-byte groups), an activation
+ * row's 4 bytes are broadcast to all lanes, and one dot-product instruction
+ * then does 4 products for each of the 16 outputs. A block's 32 products sum
+ * exactly into one int32 lane per output, so the float work is one update
+ * per output and per block of 32, shared by no one else:
+ *   acc = fma(w_scale * x_scale, (float)block_sum, acc)   (then - w_min * x_sum)
+ * This is the same for every n (decode packs and computes the same way), so
+ * a row's result does not depend on its batch. */
+
+
+/* Block b of a row as 32 unsigned bytes w + off, its scale and its min
+ * (negated for Q4_1, as in K(WChunk)). */
+INLINE __m256i K(pblock)(DType t, const uint8_t *row, int b, float *scale, float *min) {
+    if (t == DT_Q8_0) {
+        const uint8_t *p = row + (size_t)b * 34;
+        *scale = K(f16)(p);
+        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 2)), _mm256_set1_epi8((char)0x80));
+    }
+    if (t == DT_Q4_0) {
+        const uint8_t *p = row + (size_t)b * 18;
+        *scale = K(f16)(p);
+        return K(nibbles)(p + 2);
+    }
+    if (t == DT_Q4_1) {
+        const uint8_t *p = row + (size_t)b * 20;
+        *scale = K(f16)(p);
+        *min = -K(f16)(p + 2);
+        return K(nibbles)(p + 4);
+    }
+    const uint8_t *sb = row + (size_t)(b / 8) * 144; /* Q4_K: see K(decode_q4_k) */
+    int j = b % 8, sc, mn;
+    dtype_scale_min_k4(j, sb + 4, &sc, &mn);
+    *scale = K(f16)(sb) * (float)sc;
+    *min = K(f16)(sb + 2) * (float)mn;
+    __m256i v = _mm256_loadu_si256((const __m256i *)(sb + 16 + 32 * (j / 2)));
+    if (j & 1) v = _mm256_srli_epi16(v, 4);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+
+INLINE size_t K(pblock_bytes)(DType t) { return t == DT_Q8_0 ? 34 : t == DT_Q4_0 ? 18 : t == DT_Q4_1 ? 20 : 18; }
+
+/* z[j] holds the 8 dwords of output j (low half) and of output j + 8 (high
+ * half); out[g] gets dword g of outputs 0..15, in output order. An 8x8
+ * transpose in each half: pairs, then quads, then 128-bit lanes. */
+INLINE void K(transpose8)(const __m512i *z, __m512i *out) {
+    __m512i u[8];
+    UNROLL for (int h = 0; h < 8; h += 4) { /* outputs h..h+3 */
+        __m512i t0 = _mm512_unpacklo_epi32(z[h], z[h + 1]), t1 = _mm512_unpackhi_epi32(z[h], z[h + 1]);
+        __m512i t2 = _mm512_unpacklo_epi32(z[h + 2], z[h + 3]), t3 = _mm512_unpackhi_epi32(z[h + 2], z[h + 3]);
+        u[h] = _mm512_unpacklo_epi64(t0, t2);
+        u[h + 1] = _mm512_unpackhi_epi64(t0, t2);
+        u[h + 2] = _mm512_unpacklo_epi64(t1, t3);
+        u[h + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    /* u[k] (k < 4), per 128-bit lane: dword k of outputs 0-3, dword k + 4 of
+     * them, dword k of outputs 8-11, dword k + 4 of them; u[k + 4] the same
+     * for outputs 4-7 and 12-15. */
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    UNROLL for (int k = 0; k < 4; k++) {
+        out[k] = _mm512_permutex2var_epi64(u[k], lo, u[k + 4]);
+        out[k + 4] = _mm512_permutex2var_epi64(u[k], hi, u[k + 4]);
+    }
+}
+
+/* Q8_0: 32 signed bytes after the scale, made unsigned (+128) once packed. */
+INLINE void K(pack_q8)(const uint8_t *const *blk, __m512i *dst) {
+    __m512i z[8];
+    UNROLL for (int j = 0; j < 8; j++)
+        z[j] = K(join)(_mm256_loadu_si256((const __m256i *)(blk[j] + 2)), _mm256_loadu_si256((const __m256i *)(blk[j + 8] + 2)));
+    K(transpose8)(z, dst);
+    UNROLL for (int g = 0; g < 8; g++) dst[g] = _mm512_xor_si512(dst[g], _mm512_set1_epi8((char)0x80));
+}
+
+/* Q4_0 / Q4_1: byte i of a block's 16 holds element i (low nibble) and
+ * i + 16 (high nibble), so the bytes are transposed by 4 first (a 4x4
+ * transpose in each 128-bit lane) and the nibbles of 16 outputs split after. */
+INLINE void K(pack_q4)(const uint8_t *const *blk, int codes, __m512i *dst) {
+    __m512i a[4];
+    UNROLL for (int k = 0; k < 4; k++) { /* outputs k, k + 4, k + 8, k + 12 in lanes 0-3 */
+        __m512i v = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blk[k] + codes)));
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk[k + 4] + codes)), 1);
+        v = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk[k + 8] + codes)), 2);
+        a[k] = _mm512_inserti32x4(v, _mm_loadu_si128((const __m128i *)(blk[k + 12] + codes)), 3);
+    }
+    __m512i t0 = _mm512_unpacklo_epi32(a[0], a[1]), t1 = _mm512_unpackhi_epi32(a[0], a[1]);
+    __m512i t2 = _mm512_unpacklo_epi32(a[2], a[3]), t3 = _mm512_unpackhi_epi32(a[2], a[3]);
+    __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2), _mm512_unpacklo_epi64(t1, t3),
+                    _mm512_unpackhi_epi64(t1, t3)};
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    UNROLL for (int g = 0; g < 4; g++) {
+        dst[g] = _mm512_and_si512(u[g], m4);
+        dst[g + 4] = _mm512_and_si512(_mm512_srli_epi16(u[g], 4), m4);
+    }
+}
+
+/* The 16-bit values at blk[j] + at (a scale or a min of each block). */
+INLINE __m256i K(halves16)(const uint8_t *const *blk, int at) {
+    uint16_t h[PC_N];
+    UNROLL for (int j = 0; j < PC_N; j++) memcpy(&h[j], blk[j] + at, 2);
+    return _mm256_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3], (short)h[4], (short)h[5], (short)h[6],
+                             (short)h[7], (short)h[8], (short)h[9], (short)h[10], (short)h[11], (short)h[12], (short)h[13],
+                             (short)h[14], (short)h[15]);
+}
+
+/* Blocks [b0, b1) of outputs [o0, o0 + cols), cols <= PC_N, packed: per
+ * block PC_VECS vectors (see above). Lanes past cols repeat the last output;
+ * K(ptile) does not store them. */
+INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m512i *dst) {
+    const size_t bytes = K(q32_bytes)(t);
+    /* The next tile's rows are one contiguous run of memory: ask for it in
+     * order, a share per block, while this one is packed. (Reading 16 rows
+     * side by side leaves memory streaming at half speed.) */
+    int nb = (int)(w->ne[0] / 32), next = o0 + PC_N, next_end = next + PC_N < w->ne[1] ? next + PC_N : (int)w->ne[1];
+    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0, per = (lines + nb - 1) / nb;
+    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
+    const uint8_t *base = tensor_row(w, o0);
+    size_t off[PC_N];
+    for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
+    for (int b = b0; b < b1; b++, dst += PC_VECS) {
+        const uint8_t *bb = base + (size_t)b * bytes, *blk[PC_N];
+        UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
+        for (size_t l = (size_t)b * per; ahead && l < (size_t)(b + 1) * per && l < lines; l++)
+            _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+        if (t == DT_Q8_0) K(pack_q8)(blk, dst);
+        else K(pack_q4)(blk, K(q32_codes)(t), dst);
+        dst[8] = _mm512_castps_si512(_mm512_cvtph_ps(K(halves16)(blk, 0)));
+        if (t == DT_Q4_1) /* +m is stored; the lanes take off -m (see K(has_min)) */
+            dst[9] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(K(halves16)(blk, 2))));
+    }
+}
+
+/* Rows i0 .. i0 + R of the packed blocks [b0, b1): acc[r] is y[i0 + r, o0 ..
+ * o0 + 16), kept in y between calls (zero before the first). */
+INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m512i *p, int b0, int b1, int64_t out,
+                     int i0, __mmask16 mask, bool first) {
+    __m512 acc[PC_R];
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + (size_t)(i0 + r) * out);
+    for (int b = b0; b < b1; b++, p += PC_VECS) {
+        /* Few rows: two chains of dot products (even and odd g), so that each
+         * waits on half as many; integer sums are exact, so the split cannot
+         * change a result. */
+        __m512i lanes[PC_R], odd[PC_R];
+        const bool split = R <= 2;
+        UNROLL for (int r = 0; r < R; r++) {
+            lanes[r] = _mm512_set1_epi32(a->c[(size_t)(i0 + r) * a->s_stride + 8 * (size_t)b]);
+            odd[r] = _mm512_setzero_si512();
+        }
+        UNROLL for (int g = 0; g < 8; g++) {
+            __m512i wv = _mm512_load_si512(p + g);
+            UNROLL for (int r = 0; r < R; r++) {
+                int32_t xv;
+                memcpy(&xv, a->q + (size_t)(i0 + r) * a->q_stride + 32 * (size_t)b + 4 * g, 4);
+                if (split && (g & 1)) odd[r] = _mm512_dpbusd_epi32(odd[r], wv, _mm512_set1_epi32(xv));
+                else lanes[r] = _mm512_dpbusd_epi32(lanes[r], wv, _mm512_set1_epi32(xv));
+            }
+        }
+        if (split) UNROLL for (int r = 0; r < R; r++) lanes[r] = _mm512_add_epi32(lanes[r], odd[r]);
+        __m512 sc = _mm512_load_ps((const float *)(p + 8));
+        UNROLL for (int r = 0; r < R; r++) {
+            size_t si = (size_t)(i0 + r) * a->s_stride + 8 * (size_t)b;
+            acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(a->s[si])), _mm512_cvtepi32_ps(lanes[r]), acc[r]);
+            if (K(has_min)(t)) acc[r] = _mm512_fnmadd_ps(_mm512_load_ps((const float *)(p + 9)), _mm512_set1_ps(a->m[si]), acc[r]);
+        }
+    }
+    UNROLL for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + (size_t)(i0 + r) * out, mask, acc[r]);
+}
+
+/* Outputs [c0, c1) for every row: per tile of 16 outputs, per run of
+ * PC_BLOCKS blocks, pack once, then every row tile reads the pack. */
+INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
+    int nb = (int)(a->in / 32), n = a->n;
+    int64_t out = w->ne[1];
+    __m512i *p = aligned_alloc(64, sizeof(__m512i) * PC_VECS * PC_BLOCKS);
+    if (!p) {
+        fprintf(stderr, "fatal: out of memory\n");
+        exit(1);
+    }
+    for (int o = c0; o < c1; o += PC_N) {
+        int cols = c1 - o < PC_N ? c1 - o : PC_N;
+        __mmask16 mask = (__mmask16)((1u << cols) - 1);
+        for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
+            int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
+            K(pack)(t, w, o, cols, b0, b1, p);
+            float *yo = y + o;
+            int i = 0;
+            for (; i + PC_R <= n; i += PC_R) K(ptile)(t, PC_R, yo, a, p, b0, b1, out, i, mask, b0 == 0);
+            switch (n - i) {
+            case 3: K(ptile)(t, 3, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
+            case 2: K(ptile)(t, 2, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
+            case 1: K(ptile)(t, 1, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
+            default: break;
+            }
+        }
+    }
+    free(p);
+}
+#define PCOLS(name, type) \
+    static void K(pcols_##name)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(type, y, a, w, c0, c1); }
+PCOLS(q8_0, DT_Q8_0)
+PCOLS(q4_0, DT_Q4_0)
+PCOLS(q4_1, DT_Q4_1)
+#undef PCOLS
+#endif
+
 /* One instance of the kernels per weight type, each with its decoding inlined. */
 #define QCOLS(name, type) \
     static void K(qcols_##name)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(type, y, a, w, c0, c1); }
+#if !SIMD_512 /* AVX-512 packs these (K(pcols)) */
 QCOLS(q8_0, DT_Q8_0)
 QCOLS(q4_0, DT_Q4_0)
 QCOLS(q4_1, DT_Q4_1)
+#endif
+QCOLS(q4_k, DT_Q4_K)
 QCOLS(q5_0, DT_Q5_0)
 QCOLS(q5_1, DT_Q5_1)
 QCOLS(iq4_nl, DT_IQ4_NL)
 QCOLS(q2_k, DT_Q2_K)
 QCOLS(q3_k, DT_Q3_K)
-QCOLS(q4_k, DT_Q4_K)
 QCOLS(q5_k, DT_Q5_K)
 QCOLS(q6_k, DT_Q6_K)
 QCOLS(iq4_xs, DT_IQ4_XS)
@@ -719,15 +951,21 @@ static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0,
     case DT_F32: K(fcols_f32)(y, a->x, w, a->n, c0, c1); break;
     case DT_F16: K(fcols_f16)(y, a->x, w, a->n, c0, c1); break;
     case DT_BF16: K(fcols_bf16)(y, a->x, w, a->n, c0, c1); break;
+#if SIMD_512
+    case DT_Q8_0: K(pcols_q8_0)(y, a, w, c0, c1); break;
+    case DT_Q4_0: K(pcols_q4_0)(y, a, w, c0, c1); break;
+    case DT_Q4_1: K(pcols_q4_1)(y, a, w, c0, c1); break;
+#else
     case DT_Q8_0: K(qcols_q8_0)(y, a, w, c0, c1); break;
     case DT_Q4_0: K(qcols_q4_0)(y, a, w, c0, c1); break;
     case DT_Q4_1: K(qcols_q4_1)(y, a, w, c0, c1); break;
+#endif
+    case DT_Q4_K: K(qcols_q4_k)(y, a, w, c0, c1); break;
     case DT_Q5_0: K(qcols_q5_0)(y, a, w, c0, c1); break;
     case DT_Q5_1: K(qcols_q5_1)(y, a, w, c0, c1); break;
     case DT_IQ4_NL: K(qcols_iq4_nl)(y, a, w, c0, c1); break;
     case DT_Q2_K: K(qcols_q2_k)(y, a, w, c0, c1); break;
     case DT_Q3_K: K(qcols_q3_k)(y, a, w, c0, c1); break;
-    case DT_Q4_K: K(qcols_q4_k)(y, a, w, c0, c1); break;
     case DT_Q5_K: K(qcols_q5_k)(y, a, w, c0, c1); break;
     case DT_Q6_K: K(qcols_q6_k)(y, a, w, c0, c1); break;
     case DT_IQ4_XS: K(qcols_iq4_xs)(y, a, w, c0, c1); break;
@@ -827,7 +1065,7 @@ static const SimdKernels K(kernels) = {
     .isa = SIMD_512 ? "avx512" : "avx2",
     .qblocks = QB,
     .ftile_cols = FT_C,
-    .qtile_cols = QT_C,
+    .qtile_cols = SIMD_512 ? PC_N : QT_C, /* thread ranges in whole packed tiles */
     .prepare_rows = K(prepare_rows),
     .matmul_cols = K(matmul_cols),
     .attention_heads = K(attention_heads),
@@ -853,6 +1091,10 @@ static const SimdKernels K(kernels) = {
 #undef QT_R
 #undef QT_C
 #undef QCHUNK
+#undef PC_N
+#undef PC_R
+#undef PC_BLOCKS
+#undef PC_VECS
 #undef PREFETCH_BYTES
 #undef QPRE_ROWS
 #undef SIGNED_Q8_0

@@ -168,6 +168,58 @@ TEST(backend_matmul_threads_invariant) {
     }
 }
 
+/* Prefill-sized calls: rows longer than one packed run of blocks (the
+ * kernels keep partial sums in y between runs), batches past every row-tile
+ * and pre-decoding threshold, and a partial last tile of outputs. Row i of a
+ * batch of up to 40 equals its one-row call, on 2 threads, and stays close to
+ * scalar. */
+TEST(backend_matmul_long_rows_and_big_batches) {
+    static const TypeCase LONG[] = {
+        {DT_F32, 1040, 1e-5}, {DT_F16, 1040, 1e-5},  {DT_BF16, 1040, 1e-5}, {DT_Q8_0, 1056, 5e-3},
+        {DT_Q4_0, 1056, 5e-3}, {DT_Q4_1, 1056, 5e-3}, {DT_Q4_K, 1280, 5e-3}, {DT_Q6_K, 1280, 5e-3},
+    };
+    const int sizes[] = {1, 2, 3, 5, 8, 17, 40}, big = 40, out = 53;
+    const SimdKernels *ks[3];
+    int nk = kernel_builds(ks);
+    Backend *scalar = backend_scalar_create();
+    for (int c = 0; c < (int)(sizeof LONG / sizeof LONG[0]); c++) {
+        const TypeCase *tc = &LONG[c];
+        int in = tc->in;
+        Weight w = make_weight(tc->type, in, out, (uint32_t)c + 77);
+        float *x = malloc(sizeof(float) * big * in), *one = malloc(sizeof(float) * big * out),
+              *y = malloc(sizeof(float) * big * out), *ref = malloc(sizeof(float) * big * out);
+        fill(x, (size_t)big * in, 400 + (uint32_t)c);
+        matmul(scalar, ref, x, &w.t, big);
+        for (int k = 0; k < nk && !test_failed_now(); k++) {
+            Backend *simd = backend_simd_create(ks[k]), *par = backend_parallel_create(ks[k], 2);
+            for (int i = 0; i < big; i++) matmul(simd, one + (size_t)i * out, x + (size_t)i * in, &w.t, 1);
+            for (int s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++) {
+                matmul(par, y, x, &w.t, sizes[s]);
+                CHECK_MSG(rows_equal(y, one, sizes[s] * out), "%s %s in=%d: a batch of %d differs from one-row calls",
+                          build_name(ks[k]), dtype_name(tc->type), in, sizes[s]);
+            }
+            double worst = 0;
+            for (int i = 0; i < big; i++)
+                for (int o = 0; o < out; o++) {
+                    double mag = 0;
+                    for (int j = 0; j < in; j++) mag += fabs((double)w.deq[(size_t)o * in + j] * x[(size_t)i * in + j]);
+                    double e = fabs((double)y[i * out + o] - ref[i * out + o]) / mag;
+                    if (e > worst) worst = e;
+                }
+            CHECK_MSG(worst <= tc->tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
+                      dtype_name(tc->type), in, worst, tc->tol);
+            backend_free(simd);
+            backend_free(par);
+        }
+        free(x);
+        free(one);
+        free(y);
+        free(ref);
+        free_weight(&w);
+    }
+    backend_free(scalar);
+}
+
 /* simd against the scalar reference: per element, relative to sum |w x|
  * (float types: rounding only; quantized types: the 8-bit activations). */
 TEST(backend_matmul_close_to_scalar) {
