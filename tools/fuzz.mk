@@ -8,9 +8,9 @@
 #> make fuzz-setup                             installs clang (as root) if it is missing
 #> make fuzz-seeds                             remake the seed corpora with mkmodel and model-generate
 #
-# Targets: every tests/fuzz/fuzz_NAME.c. A new one (the HTTP request parser's,
-# fuzz_http.c, once common/http exists) needs only its file and a seed
-# directory tests/fuzz/corpus/NAME: the rules below and the replay test pick it up.
+# Targets: every tests/fuzz/fuzz_NAME.c (gguf, tokenizer, json, chat, http). A
+# new one needs only its file and a seed directory tests/fuzz/corpus/NAME: the
+# rules below and the replay test pick it up.
 #
 # `make test` replays every seed and every input in tests/fuzz/regress/NAME
 # through each target, built with the normal compiler: build/tests/fuzz-NAME.
