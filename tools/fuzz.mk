@@ -40,10 +40,8 @@ fuzz-setup:
 	  $(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null || \
 	  tools/apt-install.sh fuzz clang libclang-rt-dev
 
-# common/ built by clang with coverage instrumentation, in its own tree. The
-# fuzzed code needs no backend, and clang 14 does not know every CPU feature
-# name backend_simd.c asks GCC about, so that file is left out.
-FUZZ_LIB_SRC := $(filter-out common/backend_simd.c,$(wildcard common/*.c))
+# All of common/ built by clang with coverage instrumentation, in its own tree.
+FUZZ_LIB_SRC := $(wildcard common/*.c)
 FUZZ_LIB     := $(FUZZ_DIR)/obj/libcommon.a
 
 $(FUZZ_DIR)/obj/%.o: %.c | fuzz-setup
