@@ -187,8 +187,10 @@ long http_parse_head(const char *buf, size_t len, const HttpLimits *lim, HttpReq
         start += buf[start] == '\r' ? 2 : 1;
     if (start > lim->max_request_line) return bad(status, 400, err, "too many empty lines before the request line");
     long lf = find_lf(buf, len, start);
-    if (lf < 0) {
-        if (len - start > lim->max_request_line) goto line_too_long;
+    if (lf < 0) { /* a CR at the end may be the line's own, which the limit does not count */
+        size_t pending = len - start;
+        if (pending > 0 && buf[len - 1] == '\r') pending--;
+        if (pending > lim->max_request_line) goto line_too_long;
         return 0;
     }
     if (line_len(buf, start, lf) > lim->max_request_line) goto line_too_long;
@@ -318,6 +320,8 @@ long http_parse_chunked(const char *buf, size_t len, size_t max_body, Buf *out, 
             if (len - p > CHUNK_LINE_MAX) return bad(status, 400, err, "chunked body: chunk-size line too long");
             return 0;
         }
+        if ((size_t)lf - p > CHUNK_LINE_MAX) /* the same limit as for a line still arriving */
+            return bad(status, 400, err, "chunked body: chunk-size line too long");
         long size = chunk_size(buf + p, line_len(buf, p, lf), max_body - out->len);
         if (size == -1) return bad(status, 400, err, "chunked body: malformed chunk-size line");
         if (size == -2) {

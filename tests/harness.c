@@ -76,6 +76,18 @@ static const char *env_or(const char *name, const char *dflt) {
 
 const char *test_build_dir(void) { return env_or("BUILD_DIR", "build"); }
 
+#ifndef __has_feature
+#define __has_feature(x) 0 /* GCC: the __SANITIZE_*__ macros say it */
+#endif
+bool test_sanitized(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || __has_feature(address_sanitizer) || \
+    __has_feature(thread_sanitizer)
+    return true;
+#else
+    return false;
+#endif
+}
+
 const char *test_models_dir(void) {
     static char dflt[4096];
     snprintf(dflt, sizeof dflt, "%s/models", test_build_dir());

@@ -22,6 +22,9 @@ bool test_failed_now(void);
 const char *test_models_dir(void);  /* models made by tools/mkmodel, default $BUILD_DIR/models */
 const char *test_shared_dir(void);  /* ../shared, or NULL when it is absent */
 const char *test_build_dir(void);   /* build */
+/* Built with a sanitizer (make test SANITIZE=...)? Programs run several times
+ * slower then; a test may run them on shorter inputs, never skip them. */
+bool test_sanitized(void);
 /* A path in a per-process scratch directory, $BUILD_DIR/tmp/test-PID (created on
  * first use, removed at the end when every test passed; kept for a look when one failed).
  * Tests write only there, never to system paths. */

@@ -7,7 +7,7 @@
 set -eu
 BUILD=${1:-build}
 C=tests/fuzz/corpus
-mkdir -p $C/gguf $C/json $C/tokenizer $C/chat
+mkdir -p $C/gguf $C/json $C/tokenizer $C/chat $C/http
 
 # GGUF: the smallest shapes mkmodel allows, one per kind of tensor layout.
 mk() { "$BUILD/tools/mkmodel" --layers 1 --heads 2 --kv-heads 1 --ctx 64 "$@" >/dev/null; }
@@ -36,4 +36,15 @@ printf '\003h\303\251llo \360\237\230\200 \344\270\255\346\226\207 \377\300\200 
 # (0 system, 1 user, 2 assistant, 3 tool, 4 skipped); see tests/fuzz/fuzz_chat.c.
 printf '\001\000You are helpful.\000\001Hello\000\002<think>\nhmm\n</think>\n\nHi!\000\001And now?' > $C/chat/turns.bin
 printf '\003\001Use the tool\000\002\000\003<tool_response>42</tool_response>\000\003{"x":1}\000\004dropped' > $C/chat/tools.bin
+
+# HTTP: the first byte picks the limits (0 the server's, 1 tiny ones); the rest
+# is what a client sends on one connection; see tests/fuzz/fuzz_http.c.
+chat_body=$(cat $C/json/chat-request.json)
+printf '\000GET /health HTTP/1.1\r\nHost: localhost:8080\r\nUser-Agent: curl/7.88\r\nAccept: */*\r\n\r\n' > $C/http/get.txt
+printf '\000POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-1\r\nContent-Length: %d\r\n\r\n%s' \
+    "${#chat_body}" "$chat_body" > $C/http/post-json.txt
+printf '\000POST /v1/completions HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n7;ext=1\r\n{"a":"b\r\n3\r\n"}\n\r\n0\r\nX-Trailer: t\r\n\r\n' > $C/http/chunked.txt
+printf '\000\r\nGET /v1/models?x=1#f HTTP/1.1\nHost: h\nConnection: keep-alive\n\nHEAD /metrics HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\nDELETE /x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n' > $C/http/pipelined.txt
+printf '\001POST /a HTTP/1.1\r\nHost: h\r\nContent-Length: 64\r\n\r\n%064d' 0 > $C/http/tiny-limits.txt
+printf '\001PUT /u HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n20\r\n%032d\r\n20\r\n%032d\r\n0\r\n\r\nGET /%020d HTTP/1.1\r\nHost: h\r\n\r\n' 0 0 0 > $C/http/tiny-chunked.txt
 ls -l $C/*/ | awk '/^-/ {n++; b += $5} END {print "fuzz-seeds: " n " files, " b " bytes"}'

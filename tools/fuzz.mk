@@ -8,9 +8,9 @@
 #> make fuzz-setup                             installs clang (as root) if it is missing
 #> make fuzz-seeds                             remake the seed corpora with mkmodel and model-generate
 #
-# Targets: every tests/fuzz/fuzz_NAME.c. A new one (the HTTP request parser's,
-# fuzz_http.c, once common/http exists) needs only its file and a seed
-# directory tests/fuzz/corpus/NAME: the rules below and the replay test pick it up.
+# Targets: every tests/fuzz/fuzz_NAME.c (gguf, tokenizer, json, chat, http). A
+# new one needs only its file and a seed directory tests/fuzz/corpus/NAME: the
+# rules below and the replay test pick it up.
 #
 # `make test` replays every seed and every input in tests/fuzz/regress/NAME
 # through each target, built with the normal compiler: build/tests/fuzz-NAME.
@@ -40,10 +40,8 @@ fuzz-setup:
 	  $(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null || \
 	  tools/apt-install.sh fuzz clang libclang-rt-dev
 
-# common/ built by clang with coverage instrumentation, in its own tree. The
-# fuzzed code needs no backend, and clang 14 does not know every CPU feature
-# name backend_simd.c asks GCC about, so that file is left out.
-FUZZ_LIB_SRC := $(filter-out common/backend_simd.c,$(wildcard common/*.c))
+# All of common/ built by clang with coverage instrumentation, in its own tree.
+FUZZ_LIB_SRC := $(wildcard common/*.c)
 FUZZ_LIB     := $(FUZZ_DIR)/obj/libcommon.a
 
 $(FUZZ_DIR)/obj/%.o: %.c | fuzz-setup

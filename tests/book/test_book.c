@@ -104,6 +104,19 @@ TEST(book_students_edition_shows_exercises_as_stubs) {
     free(students);
 }
 
+/* The relative path from dir (the scratch directory, under any build tree:
+ * build/tmp/test-PID, build/san-address/tmp/test-PID) up to the top of the
+ * repository, the current directory: "../" once per level. */
+static void up_to_the_top(const char *dir, char *up, size_t n) {
+    char top[4096], here[4096];
+    up[0] = '\0';
+    CHECK(realpath(".", top) != NULL && realpath(dir, here) != NULL);
+    size_t len = strlen(top);
+    CHECK_MSG(strncmp(here, top, len) == 0 && here[len] == '/', "%s is not inside %s", here, top);
+    for (const char *p = here + len; *p; p++)
+        if (*p == '/' && strlen(up) + 3 < n) strcat(up, "../");
+}
+
 /* The rendered pages link to each other's .html, and to the repository's files from build/book/. */
 TEST(book_rendered_links_point_at_the_pages) {
     char cmd[4096], *out;
@@ -113,9 +126,11 @@ TEST(book_rendered_links_point_at_the_pages) {
     CHECK_MSG(strstr(out, "](performance.html)") && strstr(out, "](instructors.html)") && !strstr(out, "](book/"),
               "README.md rendered:\n%s", out);
     free(out);
-    const char *md = scratch_md("links.md", /* in build/tmp/test-PID/: three levels down */
-                                "[a](../../../README.md#layout) [b](../../../tools/train/README.md) "
-                                "[c](https://example.org/x.md)\n");
+    char text[1024], up[256];
+    up_to_the_top(test_tmp_path(""), up, sizeof up);
+    snprintf(text, sizeof text, "[a](%sREADME.md#layout) [b](%stools/train/README.md) [c](https://example.org/x.md)\n",
+             up, up);
+    const char *md = scratch_md("links.md", text);
     snprintf(cmd, sizeof cmd, "%s --html ../.. '%s'", bookpp(), md);
     rc = run(cmd, &out);
     CHECK_MSG(rc == 0 && strstr(out, "[a](project.html#layout) [b](../../tools/train/README.md) "

@@ -14,7 +14,7 @@ enum { T_A, T_B, T_SPACE_C, T_C3, T_A9, T_END, T_NL, N_VOCAB };
 
 /* a, b, " c", the two bytes of "é" as two tokens, <|im_end|>, "\n". */
 static Tokenizer *tiny_tokenizer(void) {
-    static const char *const toks[] = {"a", "b", "\xc4\xa0" "c", "\xc3\x83", "\xc2\xa9", "<|im_end|>", "\xc4\x8a"};
+    static const char *const toks[] = {"a", "b", ("\xc4\xa0" "c"), "\xc3\x83", "\xc2\xa9", "<|im_end|>", "\xc4\x8a"};
     static const int32_t types[] = {1, 1, 1, 1, 1, 3, 1};
     char err[ERR_MAX];
     Tokenizer *t = tokenizer_build(toks, types, N_VOCAB, NULL, 0, err);

@@ -13,9 +13,12 @@
 #define N_TOKENS 48
 #define VOCAB 1285
 
+/* Under a sanitizer the first 16 of the golden tokens: the modes without a
+ * cache recompute every step, which a sanitized build makes the suite's
+ * slowest part. */
 static void check_golden(const char *backend_flags) {
     RunMode modes[16];
-    int nm = run_modes(modes, 16);
+    int nm = run_modes(modes, 16), n = test_sanitized() ? 16 : N_TOKENS;
     for (int p = 1; p <= 3; p++) {
         char prompt[256], ids_path[256];
         snprintf(prompt, sizeof prompt, "tests/golden/default/p%d.txt", p);
@@ -25,8 +28,8 @@ static void check_golden(const char *backend_flags) {
         if (n_want != N_TOKENS) return;
         for (int m = 0; m < nm; m++) {
             RunResult r;
-            if (!run_generate(&modes[m], backend_flags, MODEL, prompt, N_TOKENS, VOCAB, &r)) continue;
-            CHECK_MSG(r.n_generated == N_TOKENS && memcmp(r.generated, want, sizeof want) == 0,
+            if (!run_generate(&modes[m], backend_flags, MODEL, prompt, n, VOCAB, &r)) continue;
+            CHECK_MSG(r.n_generated == n && memcmp(r.generated, want, sizeof want[0] * (size_t)n) == 0,
                       "%s %s %s: prompt %d: the continuation differs from the golden one: \"%s\"", modes[m].chapter,
                       modes[m].flags, backend_flags, p, r.text);
             run_free(&r);
