@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "batched.h"
+#include "command.h"
 #include "json.h"
 #include "qwen3.h"
 #include "tokenizer.h"
@@ -82,39 +83,6 @@ static int split(const char *s, char **out) {
     return n;
 }
 
-/* Runs a shell command and returns its whole stdout (NULL if it failed). */
-static char *run(const char *cmd, size_t *len) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    Buf b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf_append(&b, chunk, n);
-    int rc = pclose(p);
-    if (rc != 0) {
-        buf_free(&b);
-        return NULL;
-    }
-    buf_append(&b, "", 1);
-    *len = b.len - 1;
-    return b.data;
-}
-
-JsonValue *bench_run_json(const char *cmd) {
-    size_t len;
-    char *text = run(cmd, &len), err[ERR_MAX];
-    if (!text) return NULL;
-    JsonValue *v = json_parse(text, len, err);
-    if (!v) fprintf(stderr, "bench: %s: %s\n", cmd, err);
-    free(text);
-    return v;
-}
-
-double bench_num(const JsonValue *obj, const char *key) {
-    const JsonValue *v = obj ? json_get(obj, key) : NULL;
-    return v && v->type == JSON_NUMBER ? v->number : 0;
-}
-
 /* A prompt that encodes to exactly n tokens: the first k tokens of a long
  * text, decoded back to bytes, for the k that re-encodes to n. */
 static int write_prompt(const char *model, int n, const char *path) {
@@ -164,7 +132,7 @@ static bool has_kv(const Options *o, const char *chapter) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s/%s/model-generate --help 2>&1", o->build, chapter);
     size_t len;
-    char *help = run(cmd, &len);
+    char *help = bench_run(cmd, &len);
     bool yes = help && strstr(help, "--kv");
     free(help);
     return yes;
