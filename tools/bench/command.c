@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -37,4 +38,30 @@ JsonValue *bench_run_json(const char *cmd) {
 double bench_num(const JsonValue *obj, const char *key) {
     const JsonValue *v = obj ? json_get(obj, key) : NULL;
     return v && v->type == JSON_NUMBER ? v->number : 0;
+}
+
+int bench_split(const char *s, char **out, int max) {
+    int n = 0;
+    char *copy = xstrdup(s), *save = NULL;
+    for (char *t = strtok_r(copy, " ,", &save); t && n < max; t = strtok_r(NULL, " ,", &save)) out[n++] = t;
+    return n;
+}
+
+double bench_load_average(void) {
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+void bench_cpu_name(char *out, size_t size) {
+    out[0] = 0;
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    for (char line[512]; ci && !out[0] && fgets(line, sizeof line, ci);)
+        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':'))
+            snprintf(out, size, "%.*s", (int)strcspn(strchr(line, ':') + 2, "\n\""), strchr(line, ':') + 2);
+    if (ci) fclose(ci);
 }

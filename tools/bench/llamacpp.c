@@ -60,13 +60,6 @@ typedef struct {
     int n_f;
 } TypeResult;
 
-static int split(const char *s, char **out) {
-    int n = 0;
-    char *copy = xstrdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, " ,", &save); t && n < MAX_LIST; t = strtok_r(NULL, " ,", &save)) out[n++] = t;
-    return n;
-}
-
 static int usage(FILE *f, int rc) {
     fprintf(f, "usage: bench-llamacpp --llamacpp BINDIR --pp-tg PATH --batched PATH --membw PATH\n"
                "                      [--models DIR] [--out DIR] [--types LIST] [--rounds N] [--reps N]\n"
@@ -81,7 +74,7 @@ static int usage(FILE *f, int rc) {
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.models = "build/bench/models", .out = "build/bench", .source = "", .rounds = 2, .reps = 2,
                    .threads = 2, .pp = 128, .tg = 64, .batch_prompt = 128, .batch_steps = 64};
-    o->n_types = split("f32 f16 q8_0 q4_0", o->types);
+    o->n_types = bench_split("f32 f16 q8_0 q4_0", o->types, MAX_LIST);
     const char *batches = "1 2 4 8";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -94,7 +87,7 @@ static int parse(Options *o, int argc, char **argv) {
         else if (strcmp(a, "--models") == 0) o->models = v;
         else if (strcmp(a, "--out") == 0) o->out = v;
         else if (strcmp(a, "--source") == 0) o->source = v;
-        else if (strcmp(a, "--types") == 0) o->n_types = split(v, o->types);
+        else if (strcmp(a, "--types") == 0) o->n_types = bench_split(v, o->types, MAX_LIST);
         else if (strcmp(a, "--batches") == 0) batches = v;
         else if (strcmp(a, "--rounds") == 0) o->rounds = atoi(v);
         else if (strcmp(a, "--reps") == 0) o->reps = atoi(v);
@@ -106,7 +99,7 @@ static int parse(Options *o, int argc, char **argv) {
         else return -1;
     }
     char *b[MAX_LIST];
-    o->n_batches = split(batches, b);
+    o->n_batches = bench_split(batches, b, MAX_LIST);
     for (int i = 0; i < o->n_batches; i++)
         if ((o->batches[i] = atoi(b[i])) < 1) return -1;
     return o->bin && o->pp_tg && o->batched && o->membw && o->n_types > 0 && o->rounds > 0 &&
@@ -251,26 +244,12 @@ typedef struct {
     double load_before, load_after, gbps_1, gbps_n;
 } Machine;
 
-static double load_average(void) {
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1) l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
 static void machine_init(Machine *m) {
     time_t now = time(NULL);
     strftime(m->date, sizeof m->date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    for (char line[512]; ci && !m->cpu[0] && fgets(line, sizeof line, ci);)
-        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':'))
-            snprintf(m->cpu, sizeof m->cpu, "%.*s", (int)strcspn(strchr(line, ':') + 2, "\n\""), strchr(line, ':') + 2);
-    if (ci) fclose(ci);
+    bench_cpu_name(m->cpu, sizeof m->cpu);
     m->cores = sysconf(_SC_NPROCESSORS_ONLN);
-    m->load_before = load_average();
+    m->load_before = bench_load_average();
 }
 
 static void print_tables(FILE *f, const Options *o, const Machine *m, const TypeResult *res, int n) {
@@ -320,8 +299,8 @@ static void print_tables(FILE *f, const Options *o, const Machine *m, const Type
     }
     fprintf(f, "\nBandwidth check: decode reads every weight once per token, so weight bytes x decode tokens/s is\n"
                "a read bandwidth the machine delivered. tools/membw measured %.1f GB/s with 1 thread and %.1f GB/s\n"
-               "with %d (its \"limit\"); if an engine's decode implies more, the probe is low and every \"share of\n"
-               "the limit\" in make bench flatters.\n\n",
+               "with %d (its \"limit\": the better of a probe before and one after the runs); if an engine's\n"
+               "decode implies more, the probe is low and every \"share of the limit\" in make bench flatters.\n\n",
             m->gbps_1, m->gbps_n, o->threads);
     fprintf(f, "| type | weight MB | ours implies GB/s | llama.cpp implies GB/s | membw GB/s | check |\n"
                "|---|---|---|---|---|---|\n");
@@ -373,6 +352,37 @@ static void write_json(const char *path, const Options *o, const Machine *m, con
 
 /* ---- main ------------------------------------------------------------- */
 
+/* tools/membw, before and after the runs: the better of the two, a ceiling
+ * (the machine is shared; a probe run while others read memory is low). */
+static int measure_bandwidth(const Options *o, Machine *m) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s --json --threads %d", o->membw, o->threads);
+    JsonValue *bw = bench_run_json(cmd);
+    if (!bw) {
+        fprintf(stderr, "bench-llamacpp: %s failed\n", cmd);
+        return -1;
+    }
+    double g1 = bench_num(bw, "gbps_1"), gn = bench_num(bw, "gbps_n");
+    json_free(bw);
+    fprintf(stderr, "bench-llamacpp: read bandwidth %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", g1, gn,
+            o->threads);
+    if (g1 > m->gbps_1) m->gbps_1 = g1;
+    if (gn > m->gbps_n) m->gbps_n = gn;
+    return 0;
+}
+
+static void write_files(const Options *o, const Machine *m, const TypeResult *res, int n) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/llamacpp.md", o->out);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        print_tables(f, o, m, res, n);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/llamacpp.json", o->out);
+    write_json(path, o, m, res, n);
+}
+
 static int type_init(const Options *o, const char *type, TypeResult *t, char *model, size_t size) {
     memset(t, 0, sizeof *t);
     snprintf(t->type, sizeof t->type, "%s", type);
@@ -401,18 +411,7 @@ int main(int argc, char **argv) {
     if (parse(&o, argc, argv) != 0) return usage(stderr, 2);
     Machine mach = {0};
     machine_init(&mach);
-    char cmd[1024], path[1024];
-    snprintf(cmd, sizeof cmd, "%s --json --threads %d", o.membw, o.threads);
-    JsonValue *bw = bench_run_json(cmd);
-    if (!bw) {
-        fprintf(stderr, "bench-llamacpp: %s failed\n", cmd);
-        return 1;
-    }
-    mach.gbps_1 = bench_num(bw, "gbps_1");
-    mach.gbps_n = bench_num(bw, "gbps_n");
-    json_free(bw);
-    fprintf(stderr, "bench-llamacpp: read bandwidth %.1f GB/s (1 thread), %.1f GB/s (%d threads)\n", mach.gbps_1,
-            mach.gbps_n, o.threads);
+    if (measure_bandwidth(&o, &mach) != 0) return 1;
     TypeResult *res = xcalloc((size_t)o.n_types, sizeof *res);
     for (int i = 0; i < o.n_types; i++) {
         char model[1024];
@@ -424,17 +423,11 @@ int main(int argc, char **argv) {
             ours_batched(&o, model, &res[i], r);
             theirs_batched(&o, model, &res[i], r);
         }
+        mach.load_after = bench_load_average();
+        write_files(&o, &mach, res, i + 1); /* after each type: an interrupted run keeps what it measured */
     }
-    mach.load_after = load_average();
+    if (measure_bandwidth(&o, &mach) == 0) write_files(&o, &mach, res, o.n_types);
     print_tables(stdout, &o, &mach, res, o.n_types);
-    snprintf(path, sizeof path, "%s/llamacpp.md", o.out);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        print_tables(f, &o, &mach, res, o.n_types);
-        fclose(f);
-    }
-    snprintf(path, sizeof path, "%s/llamacpp.json", o.out);
-    write_json(path, &o, &mach, res, o.n_types);
     fprintf(stderr, "bench-llamacpp: wrote %s/llamacpp.md and %s/llamacpp.json\n", o.out, o.out);
     free(res);
     return 0;

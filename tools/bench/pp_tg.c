@@ -16,11 +16,11 @@
  * The prompt's token ids are pseudo-random (as llama-bench's): the time of a
  * forward does not depend on them. Reported: tokens/s of the cold prefill and
  * of the fastest and the mean run of pp and tg. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "forward.h"
 #include "util.h"
 
@@ -46,18 +46,6 @@ static int usage(FILE *f, int rc) {
     return rc;
 }
 
-static int parse_int(const char *flag, const char *s, int min, int max, int *out, char *err) {
-    char *end;
-    errno = 0;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || errno || end == s || *end || v < min || v > max) {
-        err_set(err, "%s must be an integer from %d to %d, got '%s'", flag, min, max, s ? s : "nothing");
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 /* 0 to run, 1 after --help, -1 with err. */
 static int parse(Options *o, int argc, char **argv, char *err) {
     *o = (Options){.pp = 128, .tg = 64, .reps = 2};
@@ -77,20 +65,21 @@ static int parse(Options *o, int argc, char **argv, char *err) {
             o->model = a;
             continue;
         }
-        if (strcmp(a, "--pp") == 0) rc = parse_int(a, v, 1, 4096, &o->pp, err);
-        else if (strcmp(a, "--tg") == 0) rc = parse_int(a, v, 1, 4096, &o->tg, err);
-        else if (strcmp(a, "--reps") == 0) rc = parse_int(a, v, 1, MAX_REPS, &o->reps, err);
-        else if (strcmp(a, "--threads") == 0) rc = parse_int(a, v, 1, 256, &o->threads, err);
-        else if (strcmp(a, "--backend") == 0) {
-            if (!v) {
-                err_set(err, "--backend needs a name: %s", backend_names());
-                return -1;
-            }
-            o->backend = v;
-        } else {
+        bool known = strcmp(a, "--pp") == 0 || strcmp(a, "--tg") == 0 || strcmp(a, "--reps") == 0 ||
+                     strcmp(a, "--threads") == 0 || strcmp(a, "--backend") == 0;
+        if (!known) {
             err_set(err, "unknown option '%s' (--help lists them)", a);
             return -1;
         }
+        if (!v) {
+            err_set(err, "%s needs a value", a);
+            return -1;
+        }
+        if (strcmp(a, "--pp") == 0) rc = cli_parse_int(v, a, 1, 4096, &o->pp, err);
+        else if (strcmp(a, "--tg") == 0) rc = cli_parse_int(v, a, 1, 4096, &o->tg, err);
+        else if (strcmp(a, "--reps") == 0) rc = cli_parse_int(v, a, 1, MAX_REPS, &o->reps, err);
+        else if (strcmp(a, "--threads") == 0) rc = cli_parse_int(v, a, 1, 256, &o->threads, err);
+        else o->backend = v;
         if (rc != 0) return -1;
         i++;
     }
