@@ -257,11 +257,13 @@ static void print_tables(FILE *f, const Options *o, const Machine *m, const Type
     fprintf(f, "# This engine and llama.cpp side by side\n\n");
     fprintf(f, "%s, %s, %ld cores; load average %.2f before and %.2f after%s\n", m->date, m->cpu, m->cores,
             m->load_before, m->load_after,
-            m->load_before > 0.5 || m->load_after > m->cores + 0.5 ? " (other programs were running: the figures"
-                                                                     " are low, compare the ratios)."
-                                                                   : ".");
-    fprintf(f, "llama.cpp %s, CPU build (native, Release). Qwen3-0.6B-shaped models made by mkmodel, the same\n"
-               "files for both; %d threads on both sides; %d round%s, ours first, then llama.cpp, per type.\n\n",
+            m->load_before > 0.5 || m->load_after > m->cores + 0.5
+                ? ".\nOther programs were running: every figure is low, and the engine whose threads cope worse\n"
+                  "with sharing their cores loses more, so even the ratios are not those of a quiet machine."
+                : ".");
+    fprintf(f, "llama.cpp %s,\nCPU build (native, Release, its defaults otherwise). Qwen3-0.6B-shaped models made by\n"
+               "mkmodel, the same files for both; %d threads on both sides; %d round%s, ours first, then\n"
+               "llama.cpp, per type.\n\n",
             o->source, o->threads, o->rounds, o->rounds == 1 ? "" : "s");
     fprintf(f, "Prefill = pp%d (%d-token prompt into an empty cache, after a warm-up run); decode = tg%d (%d\n"
                "tokens one at a time from an empty cache, after a warm-up step): ours tools/bench/pp_tg.c (chapter\n"
