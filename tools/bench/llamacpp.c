@@ -22,7 +22,8 @@
  * engine's decode implies (weight bytes read per token x tokens/s): decode can
  * read no faster than the machine, so an engine "above" the limit means the
  * probe is low. Writes OUT/llamacpp.md and OUT/llamacpp.json and prints the
- * tables; the stderr of llama.cpp's programs goes to OUT/llamacpp.log. */
+ * tables; the stderr of llama.cpp's programs goes to OUT/llamacpp.log. A run
+ * that fails leaves "-" in the tables and makes the exit status 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,13 +112,18 @@ static int parse(Options *o, int argc, char **argv) {
 
 /* ---- the runs --------------------------------------------------------- */
 
+static int failures; /* runs that failed: the tables say "-", the exit status 1 */
+
 static void ours_pp_tg(const Options *o, const char *model, TypeResult *t, int r) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s --json --pp %d --tg %d --reps %d --backend parallel --threads %d %s", o->pp_tg,
              o->pp, o->tg, o->reps, o->threads, model);
     fprintf(stderr, "bench-llamacpp: %s\n", cmd);
     JsonValue *v = bench_run_json(cmd);
-    if (!v) fprintf(stderr, "bench-llamacpp: the run failed\n");
+    if (!v) {
+        fprintf(stderr, "bench-llamacpp: the run failed\n");
+        failures++;
+    }
     t->f[FIG_COLD].ours[r] = bench_num(v, "cold_pp_tokens_per_s");
     t->f[FIG_PP].ours[r] = bench_num(v, "pp_tokens_per_s");
     t->f[FIG_TG].ours[r] = bench_num(v, "tg_tokens_per_s");
@@ -141,7 +147,10 @@ static void theirs_pp_tg(const Options *o, const char *model, TypeResult *t, int
              o->pp, o->tg, o->reps, o->threads, o->out);
     fprintf(stderr, "bench-llamacpp: %s\n", cmd);
     JsonValue *v = bench_run_json(cmd);
-    if (!v || v->type != JSON_ARRAY) fprintf(stderr, "bench-llamacpp: the run failed (see %s/llamacpp.log)\n", o->out);
+    if (!v || v->type != JSON_ARRAY) {
+        fprintf(stderr, "bench-llamacpp: the run failed (see %s/llamacpp.log)\n", o->out);
+        failures++;
+    }
     for (size_t i = 0; v && v->type == JSON_ARRAY && i < v->n_items; i++) {
         const JsonValue *test = &v->items[i];
         int np = (int)bench_num(test, "n_prompt"), ng = (int)bench_num(test, "n_gen");
@@ -172,7 +181,10 @@ static void ours_batched(const Options *o, const char *model, TypeResult *t, int
     fprintf(stderr, "bench-llamacpp: %s\n", cmd);
     JsonValue *v = bench_run_json(cmd);
     const JsonValue *res = v ? json_get(v, "results") : NULL;
-    if (!res) fprintf(stderr, "bench-llamacpp: the batched run failed\n");
+    if (!res) {
+        fprintf(stderr, "bench-llamacpp: the batched run failed\n");
+        failures++;
+    }
     for (size_t i = 0; res && i < res->n_items; i++) {
         int b = batch_index(o, (int)bench_num(&res->items[i], "batch"));
         if (b >= 0) t->f[FIG_BATCHED + b].ours[r] = bench_num(&res->items[i], "tokens_per_s");
@@ -195,7 +207,10 @@ static void theirs_batched(const Options *o, const char *model, TypeResult *t, i
     fprintf(stderr, "bench-llamacpp: %s\n", cmd);
     size_t len;
     char *text = bench_run(cmd, &len), err[ERR_MAX];
-    if (!text) fprintf(stderr, "bench-llamacpp: the batched run failed (see %s/llamacpp.log)\n", o->out);
+    if (!text) {
+        fprintf(stderr, "bench-llamacpp: the batched run failed (see %s/llamacpp.log)\n", o->out);
+        failures++;
+    }
     for (char *line = text, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = 0;
@@ -431,6 +446,8 @@ int main(int argc, char **argv) {
     if (measure_bandwidth(&o, &mach) == 0) write_files(&o, &mach, res, o.n_types);
     print_tables(stdout, &o, &mach, res, o.n_types);
     fprintf(stderr, "bench-llamacpp: wrote %s/llamacpp.md and %s/llamacpp.json\n", o.out, o.out);
+    if (failures) fprintf(stderr, "bench-llamacpp: %d run%s failed: their figures are \"-\"\n", failures,
+                          failures == 1 ? "" : "s");
     free(res);
-    return 0;
+    return failures ? 1 : 0;
 }
