@@ -39,7 +39,7 @@ BENCH_AB_SERVER := $(BUILD)/$(lastword $(CHAPTERS))/chat-server
 BENCH_DIR      := $(BUILD)/bench
 BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t).gguf)
 
-$(BUILD)/tools/bench: tools/bench/bench.c tools/bench/batched.c tools/bench/ab.c $(COMMON_LIB)
+$(BUILD)/tools/bench: tools/bench/bench.c tools/bench/batched.c tools/bench/ab.c tools/bench/command.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itools/bench -Icommon -o $@ $^ $(LDLIBS)
 EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench

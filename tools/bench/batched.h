@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "json.h"
+#include "command.h"
 
 /* The machine's limits, measured once per bench run. */
 typedef struct {
@@ -51,10 +51,5 @@ int batched_run(const BatchPlan *p, const char *build, const char *models, char 
 /* The table (markdown) and the JSON members "flops" and "batched" of the rows. */
 void batched_print(FILE *f, const BatchPlan *p, const BatchRow *rows, int n, const Limits *lim);
 void batched_json(FILE *f, const BatchRow *rows, int n, const Limits *lim);
-
-/* Shared with bench.c: a command's stdout parsed as JSON (NULL if it failed),
- * and a number member of an object (0 if absent). */
-JsonValue *bench_run_json(const char *cmd);
-double bench_num(const JsonValue *obj, const char *key);
 
 #endif

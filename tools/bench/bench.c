@@ -35,6 +35,7 @@
 
 #include "ab.h"
 #include "batched.h"
+#include "command.h"
 #include "json.h"
 #include "qwen3.h"
 #include "tokenizer.h"
@@ -80,46 +81,7 @@ typedef struct {
     KvRow rows[MAX_LIST];
 } KvTable;
 
-/* Splits a space-separated list into out (the strings are leaked: a tool). */
-static int split(const char *s, char **out) {
-    int n = 0;
-    char *copy = xstrdup(s), *save = NULL;
-    for (char *t = strtok_r(copy, " ,", &save); t && n < MAX_LIST; t = strtok_r(NULL, " ,", &save)) out[n++] = t;
-    return n;
-}
-
-/* Runs a shell command and returns its whole stdout (NULL if it failed). */
-static char *run(const char *cmd, size_t *len) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    Buf b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf_append(&b, chunk, n);
-    int rc = pclose(p);
-    if (rc != 0) {
-        buf_free(&b);
-        return NULL;
-    }
-    buf_append(&b, "", 1);
-    *len = b.len - 1;
-    return b.data;
-}
-
-JsonValue *bench_run_json(const char *cmd) {
-    size_t len;
-    char *text = run(cmd, &len), err[ERR_MAX];
-    if (!text) return NULL;
-    JsonValue *v = json_parse(text, len, err);
-    if (!v) fprintf(stderr, "bench: %s: %s\n", cmd, err);
-    free(text);
-    return v;
-}
-
-double bench_num(const JsonValue *obj, const char *key) {
-    const JsonValue *v = obj ? json_get(obj, key) : NULL;
-    return v && v->type == JSON_NUMBER ? v->number : 0;
-}
+static int split(const char *s, char **out) { return bench_split(s, out, MAX_LIST); }
 
 /* A prompt that encodes to exactly n tokens: the first k tokens of a long
  * text, decoded back to bytes, for the k that re-encodes to n. */
@@ -170,7 +132,7 @@ static bool has_kv(const Options *o, const char *chapter) {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s/%s/model-generate --help 2>&1", o->build, chapter);
     size_t len;
-    char *help = run(cmd, &len);
+    char *help = bench_run(cmd, &len);
     bool yes = help && strstr(help, "--kv");
     free(help);
     return yes;
@@ -231,17 +193,6 @@ static void measure(const Options *o, Row *r, const char *model, const char *pro
     r->limit_tps = r->gbps * 1e9 / (r->weight_mb * 1e6);
     r->share = r->limit_tps > 0 ? r->decode_tps / r->limit_tps : 0;
     r->ok = true;
-}
-
-/* The 1-minute load average: other programs running skew every figure. */
-static double load_average(void) {
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1) l = -1;
-        fclose(f);
-    }
-    return l;
 }
 
 static double load_before, load_after;
@@ -390,11 +341,7 @@ static void write_json(const char *path, const Row *rows, int n, double gb1, dou
     char date[32] = "", cpu[256] = "";
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d", localtime(&now));
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    for (char line[512]; ci && !cpu[0] && fgets(line, sizeof line, ci);)
-        if (strncmp(line, "model name", 10) == 0 && strchr(line, ':'))
-            snprintf(cpu, sizeof cpu, "%.*s", (int)strcspn(strchr(line, ':') + 2, "\n\""), strchr(line, ':') + 2);
-    if (ci) fclose(ci);
+    bench_cpu_name(cpu, sizeof cpu);
     fprintf(f, "{\"date\":\"%s\",\"cpu\":\"%s\",\"load_before\":%.2f,\"load_after\":%.2f,\"membw_gbps_1\":%.2f,"
                "\"membw_gbps_n\":%.2f,\"membw_threads\":%d,\"rows\":[\n",
             date, cpu, load_before, load_after, gb1, gbn, nt);
@@ -495,7 +442,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(stdout, 0);
     if (parse(&o, argc, argv) != 0) return usage(stderr, 2);
     char cmd[1024], path[1024], prompt[1024];
-    load_before = load_average();
+    load_before = bench_load_average();
     snprintf(cmd, sizeof cmd, "%s/tools/membw --json --threads %d", o.build, o.threads);
     JsonValue *bw = bench_run_json(cmd);
     if (!bw) {
@@ -553,7 +500,7 @@ int main(int argc, char **argv) {
                       o.ab_load, o.out, o.threads};
     AbRow *ab = NULL;
     int n_ab = ab_run(&ab_plan, o.models, o.types, o.n_types, &ab);
-    load_after = load_average();
+    load_after = bench_load_average();
     print_table(stdout, rows, n, &o, gb1, gbn, o.threads);
     if (have_kv) print_kv_table(stdout, &kv, &o);
     if (nb) batched_print(stdout, &plan, brows, nb, &lim);

@@ -1,0 +1,50 @@
+#!/bin/sh
+# llamacpp-build.sh PACKAGE DIR: builds llama.cpp's llama-bench and
+# llama-batched-bench under DIR (DIR/cmake/bin), the yardstick of
+# `make bench-llamacpp`, from the llama.cpp source the npm package PACKAGE
+# (node-llama-cpp@VERSION) ships as llama/gitRelease.bundle:
+#   DIR/PACKAGE.tgz   npm pack (the only step that uses the network)
+#   DIR/package/      the bundle and llama.cpp.info.json (its tag), from the tarball
+#   DIR/src/          git clone of the bundle
+#   DIR/cmake/        CPU only, -march=native, Release, static, no HTTPS/curl;
+#                     only the two targets, with -j2
+# Each step is skipped when its output is there; DIR/source.txt names what was built.
+set -eu
+pkg=${1:?usage: llamacpp-build.sh PACKAGE DIR}
+dir=${2:?usage: llamacpp-build.sh PACKAGE DIR}
+bundle=package/llama/gitRelease.bundle
+info=package/llama/llama.cpp.info.json
+say() { echo "make bench-llamacpp: $*"; }
+fail() { echo "make bench-llamacpp: $*" >&2; exit 1; }
+mkdir -p "$dir"
+cd "$dir"
+
+if [ ! -f src/CMakeLists.txt ]; then
+    tgz=$(ls node-llama-cpp-*.tgz 2>/dev/null | head -n 1)
+    if [ -z "$tgz" ]; then
+        say "npm pack $pkg (about 36 MB)"
+        npm pack --silent "$pkg" >/dev/null || fail "npm pack $pkg failed: the npm registry cannot be reached, or has no $pkg"
+        tgz=$(ls node-llama-cpp-*.tgz 2>/dev/null | head -n 1)
+        [ -n "$tgz" ] || fail "npm pack $pkg wrote no node-llama-cpp-*.tgz in $dir"
+    fi
+    tar tzf "$tgz" | grep -qx "$bundle" || fail "$dir/$tgz has no $bundle: this version of $pkg does not ship llama.cpp's source"
+    tar xzf "$tgz" "$bundle" "$info"
+    rm -rf src
+    git clone -q "$bundle" src 2>/dev/null || fail "git clone $dir/$bundle failed"
+fi
+
+tag=$(sed -n 's/.*"tag": *"\([^"]*\)".*/\1/p' "$info" 2>/dev/null)
+echo "${tag:-?} (npm $pkg, llama/gitRelease.bundle, commit $(git -C src rev-parse --short HEAD))" > source.txt
+
+if [ ! -f cmake/CMakeCache.txt ]; then
+    say "configuring llama.cpp $(cat source.txt) in $dir/cmake"
+    cmake -S src -B cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DGGML_CCACHE=OFF -Wno-dev >cmake.log 2>&1 ||
+        { tail -n 20 cmake.log >&2; fail "cmake could not configure llama.cpp (all of it in $dir/cmake.log)"; }
+fi
+if [ ! -x cmake/bin/llama-bench ] || [ ! -x cmake/bin/llama-batched-bench ]; then
+    say "building llama-bench and llama-batched-bench (minutes on 2 cores; log in $dir/build.log)"
+fi
+cmake --build cmake --config Release -j2 --target llama-bench llama-batched-bench >build.log 2>&1 ||
+    { tail -n 20 build.log >&2; fail "building llama.cpp failed (all of it in $dir/build.log)"; }
