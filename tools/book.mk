@@ -53,11 +53,14 @@ book-coverage: $(TEST_MODELS)
 	  { tail -n 20 $(BOOK_OUT)/coverage-$$c.txt; exit 1; }; done
 
 # The figures: measured on the default model (and read from make bench's JSON
-# when there is one), drawn by gnuplot into $(BOOK_OUT)/figures/.
-BENCH_JSON ?= $(BUILD)/bench/bench.json
-book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(DEFAULT_MODEL)
+# when there is one, and make bench-ab's), drawn by gnuplot into $(BOOK_OUT)/figures/.
+# III.7's A/B measured here runs the last chapter's chat-server (in ALL_PROGRAMS)
+# under tools/loadgen.
+BENCH_JSON    ?= $(BUILD)/bench/bench.json
+BENCH_AB_JSON ?= $(BUILD)/bench/ab.json
+book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(BUILD)/tools/loadgen $(DEFAULT_MODEL)
 	@$(BUILD)/tools/book-figures --out $(BOOK_OUT)/figures --build $(BUILD) --model $(DEFAULT_MODEL) \
-	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON)
+	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON) --ab $(BENCH_AB_JSON)
 
 # The sample grade (tools/book/grade-sample.sh) needs the grader, common/ and the test models.
 book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVERAGE)),book-coverage) \
