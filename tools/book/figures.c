@@ -476,7 +476,10 @@ static int fig_batched_sweep(const Options *o, const JsonValue *bench, const cha
     gp_head(g, "batched-sweep", 460, "B (sequences decoded in one step)", "aggregate decode tokens/s");
     fprintf(g, "set logscale xy 2\nset xrange [0.8:%g]\nset xtics (", max_b * 1.25);
     for (int b = 1; b <= max_b; b *= 2) fprintf(g, "%s%d", b > 1 ? ", " : "", b);
-    fprintf(g, ")\nset format y '%%g'\nset key below box opaque maxrows 3\n"
+    /* the key in the bottom margin, below the x label: placed, since a browser's
+     * fonts are larger than gnuplot's estimate of them */
+    fprintf(g, ")\nset format y '%%g'\nset bmargin 7\n"
+               "set key at screen 0.5, screen 0.015 center bottom box opaque maxrows 3 width 2\n"
                "lim(x) = x > 0 ? x : NaN\nplot ");
     for (int s = 0; s < ns; s++) {
         const char *c = COLORS[s % N_COLORS];
@@ -607,10 +610,10 @@ static void ab_latencies(char *out, size_t n, const AbRow *r) {
 static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
     AbRow rows[MAX_SERIES];
     int n = bench ? ab_from_bench(bench, rows, MAX_SERIES) : 0;
-    char machine[256], date[32], model[1100];
+    char machine[256], date[32], source[1100]; /* source: what measured it, on which model */
     snprintf(machine, sizeof machine, "%s", o->bench_cpu);
     snprintf(date, sizeof date, "%s", when);
-    snprintf(model, sizeof model, "Qwen3-0.6B-shaped models, from <code>make bench</code>");
+    snprintf(source, sizeof source, "From <code>make bench</code> (Qwen3-0.6B-shaped models)");
     struct stat st;
     JsonValue *file = NULL;
     if (n == 0 && o->ab && stat(o->ab, &st) == 0 && (file = read_json(o->ab)) != NULL) {
@@ -619,7 +622,7 @@ static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
         if (str(file, "model") && !str(file, "type")) model_type(str(file, "model"), rows[0].type, sizeof rows[0].type);
         snprintf(machine, sizeof machine, "%s", o->cpu);
         date_of(st.st_mtime, date, sizeof date);
-        snprintf(model, sizeof model, "model <code>%s</code>, from <code>make bench-ab</code>",
+        snprintf(source, sizeof source, "From <code>make bench-ab</code> (model <code>%s</code>)",
                  str(file, "model") ? str(file, "model") : o->ab);
         json_free(file);
     }
@@ -628,7 +631,7 @@ static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
         n = ab_measured(o, &rows[0]);
         snprintf(machine, sizeof machine, "%s", o->cpu);
         snprintf(date, sizeof date, "%s", o->today);
-        snprintf(model, sizeof model, "model <code>%s</code>, measured by <code>make book</code>", o->model);
+        snprintf(source, sizeof source, "Measured by <code>make book</code> (model <code>%s</code>)", o->model);
     }
     if (n == 0)
         return write_missing(o, "ab", true, "The A/B run (tools/bench/ab.sh) failed: see <code>make book</code>'s output.");
@@ -639,14 +642,14 @@ static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
     fclose(d);
     gp_head(g, "ab", 400, "weight type (the ratio of the two)", "output tokens/s, all requests");
     fprintf(g, "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
-               "set yrange [0:*]\nset key top left autotitle columnheader\n"
+               "set yrange [0:*]\nset key above autotitle columnheader\n"
                "plot 'ab.dat' using 2:xtic(1) lc rgb '#cf222e', '' using 3 lc rgb '#0969da'\n");
     fclose(g);
     char caption[4096], lat[256];
     int k = snprintf(caption, sizeof caption,
                      "Output tokens/s of the same streaming load (%d requests, %d at a time, %d prompt and %d output "
-                     "tokens each, from tools/loadgen) against III.7's <code>chat-server --max-concurrent 1</code> and "
-                     "<code>--max-concurrent %d</code>, one after the other",
+                     "tokens each, from tools/loadgen) against III.7's <code>chat-server &#45;&#45;max-concurrent 1</code> "
+                     "and <code>&#45;&#45;max-concurrent %d</code>, one after the other",
                      rows[0].requests, rows[0].concurrency, rows[0].prompt, rows[0].output, rows[0].concurrency);
     for (int i = 0; i < n && k >= 0 && (size_t)k < sizeof caption; i++) {
         ab_latencies(lat, sizeof lat, &rows[i]);
@@ -654,7 +657,7 @@ static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
                       i ? "." : ";", rows[i].type, rows[i].tps_1, rows[i].tps_n, rows[i].ratio, lat);
     }
     if (k >= 0 && (size_t)k < sizeof caption)
-        snprintf(caption + k, sizeof caption - (size_t)k, ". On %s, %s, %s%s.", machine, model, date,
+        snprintf(caption + k, sizeof caption - (size_t)k, ". %s on %s, %s%s.", source, machine, date,
                  measured ? " (no <code>make bench</code> results in this build: <code>make bench-ab</code> measures "
                             "it on a Qwen3-0.6B-sized model)"
                           : "");
