@@ -373,7 +373,7 @@ static bool chapter_program(const Options *o, const char *program, char *path, s
         snprintf(path, n, "%s/%s/%s", o->build, o->chapters[c], program);
         if (access(path, X_OK) == 0) return true;
     }
-    fprintf(stderr, "book-figures: no chapter of \"%s\" has %s built\n", o->chapters[0], program);
+    fprintf(stderr, "book-figures: no chapter has %s built in %s\n", program, o->build);
     return false;
 }
 
