@@ -16,7 +16,7 @@
 #>                                             the code moved; make test fails while one is stale
 #> make book-coverage                          only the coverage runs whose figures the book shows
 #> make book-figures                           only the figures: measured on the default model (or read from
-#>                                             make bench's JSON), drawn in build/book/figures/
+#>                                             make bench's JSON and make bench-ab's), drawn in build/book/figures/
 #> make book-setup                             installs pandoc and gnuplot (as root)
 
 STUDENT       ?=

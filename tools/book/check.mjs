@@ -10,10 +10,11 @@
 // a request that fails or answers 4xx/5xx; an image that did not load; an
 // internal link to a file that does not exist or to an anchor the target page
 // lacks; a section (h2-h4) with nothing under it before the next heading; a
-// figure (figure.plot) whose SVG has no plotted data, or whose measurement failed
-// (the note tools/book/figures.c writes instead: .figure-missing[data-failed]),
-// and a figure whose caption does not say where and when it was measured. It saves a screenshot of
-// each page, desktop width and phone width, in BOOK_DIR/shots/.
+// figure (figure.plot) whose SVG has no plotted data or whose caption does not
+// say the machine, the model and the date; a figure whose measurement failed
+// (the note tools/book/figures.c writes instead: .figure-missing[data-failed]).
+// It saves a screenshot of each page, desktop width and phone width, in
+// BOOK_DIR/shots/.
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
