@@ -363,6 +363,7 @@ static const char *const COLORS[] = {"#0969da", "#cf222e", "#1a7f37", "#8250df",
 
 typedef struct {
     char series[96]; /* "q8_0 parallel, 2 threads" */
+    char type[32], backend[32];
     int batch;
     double tps, bw_limit, compute_limit; /* aggregate tokens/s; a limit of 0: not known */
 } SweepPoint;
@@ -390,8 +391,19 @@ static void model_type(const char *model, char *out, size_t n) {
     qwen3_free(&m);
 }
 
-static void series_name(char *out, size_t n, const char *type, const char *backend, int threads) {
-    snprintf(out, n, "%s %s, %d thread%s", type ? type : "?", backend ? backend : "?", threads, threads == 1 ? "" : "s");
+static void sweep_name(SweepPoint *p, const char *type, const char *backend, int threads) {
+    snprintf(p->type, sizeof p->type, "%s", type ? type : "?");
+    snprintf(p->backend, sizeof p->backend, "%s", backend ? backend : "?");
+    snprintf(p->series, sizeof p->series, "%s %s, %d thread%s", p->type, p->backend, threads, threads == 1 ? "" : "s");
+}
+
+/* The index of name in list[*n], added when new (the last index when the list is full). */
+static int index_of(char list[][32], int *n, int cap, const char *name) {
+    for (int i = 0; i < *n; i++)
+        if (strcmp(list[i], name) == 0) return i;
+    if (*n == cap) return cap - 1;
+    snprintf(list[*n], 32, "%s", name);
+    return (*n)++;
 }
 
 static int sweep_from_bench(const JsonValue *bench, SweepPoint *pts, int cap) {
@@ -400,7 +412,7 @@ static int sweep_from_bench(const JsonValue *bench, SweepPoint *pts, int cap) {
     for (size_t i = 0; rows && rows->type == JSON_ARRAY && i < rows->n_items && n < cap; i++) {
         const JsonValue *r = &rows->items[i], *ok = json_get(r, "ok");
         if ((ok && !ok->boolean) || num(r, "batch") < 1 || num(r, "decode_tokens_per_s") <= 0) continue;
-        series_name(pts[n].series, sizeof pts[n].series, str(r, "type"), str(r, "backend"), (int)num(r, "threads"));
+        sweep_name(&pts[n], str(r, "type"), str(r, "backend"), (int)num(r, "threads"));
         pts[n].batch = (int)num(r, "batch");
         pts[n].tps = num(r, "decode_tokens_per_s");
         pts[n].bw_limit = num(r, "bandwidth_limit_tokens_per_s");
@@ -426,7 +438,7 @@ static int sweep_measured(const Options *o, SweepPoint *pts, int cap) {
         for (size_t i = 0; rows && rows->type == JSON_ARRAY && i < rows->n_items && n < cap; i++) {
             const JsonValue *r = &rows->items[i];
             if (num(r, "batch") < 1 || num(r, "tokens_per_s") <= 0) continue;
-            series_name(pts[n].series, sizeof pts[n].series, type, backends[b], (int)num(res, "threads"));
+            sweep_name(&pts[n], type, backends[b], (int)num(res, "threads"));
             pts[n].batch = (int)num(r, "batch");
             pts[n].tps = num(r, "tokens_per_s");
             pts[n].bw_limit = pts[n].compute_limit = 0;
@@ -437,13 +449,14 @@ static int sweep_measured(const Options *o, SweepPoint *pts, int cap) {
     return n;
 }
 
-/* The series of the points in order of first appearance; returns how many. */
-static int sweep_series(const SweepPoint *pts, int n, char series[][96]) {
+/* The series of the points in order of first appearance, each as its first
+ * point; returns how many. */
+static int sweep_series(const SweepPoint *pts, int n, const SweepPoint **series) {
     int ns = 0;
     for (int i = 0; i < n; i++) {
         int s = 0;
-        while (s < ns && strcmp(series[s], pts[i].series) != 0) s++;
-        if (s == ns && ns < MAX_SERIES) snprintf(series[ns++], 96, "%.95s", pts[i].series);
+        while (s < ns && strcmp(series[s]->series, pts[i].series) != 0) s++;
+        if (s == ns && ns < MAX_SERIES) series[ns++] = &pts[i];
     }
     return ns;
 }
@@ -455,40 +468,59 @@ static int fig_batched_sweep(const Options *o, const JsonValue *bench, const cha
     if (!from_bench) n = sweep_measured(o, pts, MAX_POINTS);
     if (n == 0)
         return write_missing(o, "batched-sweep", true, "The batched-bench runs failed: see <code>make book</code>'s output.");
-    char series[MAX_SERIES][96];
+    const SweepPoint *series[MAX_SERIES];
     int ns = sweep_series(pts, n, series), max_b = 1;
-    bool limits = false;
+    bool limits = false, present[257] = {false};
+    double lo = 1e30, hi = 0; /* the y range, with room so that no point sits on the border */
     FILE *d = open_out(o, "batched-sweep", "dat"), *g = open_out(o, "batched-sweep", "gp");
     if (!d || !g) return -1;
     /* one block per series (gnuplot's index), sorted by B */
     for (int s = 0; s < ns; s++) {
-        fprintf(d, "# %s: B tokens_per_s bandwidth_limit compute_limit (0: not known)\n", series[s]);
+        fprintf(d, "# %s: B tokens_per_s bandwidth_limit compute_limit (0: not known)\n", series[s]->series);
         for (int b = 1; b <= 256; b++)
             for (int i = 0; i < n; i++)
-                if (pts[i].batch == b && strcmp(pts[i].series, series[s]) == 0) {
+                if (pts[i].batch == b && strcmp(pts[i].series, series[s]->series) == 0) {
                     fprintf(d, "%d %.3f %.2f %.2f\n", b, pts[i].tps, pts[i].bw_limit, pts[i].compute_limit);
                     limits |= pts[i].bw_limit > 0 || pts[i].compute_limit > 0;
+                    double ys[3] = {pts[i].tps, pts[i].bw_limit, pts[i].compute_limit};
+                    for (int k = 0; k < 3; k++)
+                        if (ys[k] > 0) {
+                            lo = ys[k] < lo ? ys[k] : lo;
+                            hi = ys[k] > hi ? ys[k] : hi;
+                        }
+                    present[b] = true;
                     if (b > max_b) max_b = b;
                 }
         fprintf(d, "\n\n");
     }
     fclose(d);
-    gp_head(g, "batched-sweep", 460, "B (sequences decoded in one step)", "aggregate decode tokens/s");
-    fprintf(g, "set logscale xy 2\nset xrange [0.8:%g]\nset xtics (", max_b * 1.25);
-    for (int b = 1; b <= max_b; b *= 2) fprintf(g, "%s%d", b > 1 ? ", " : "", b);
-    /* the key in the bottom margin, below the x label: placed, since a browser's
-     * fonts are larger than gnuplot's estimate of them */
-    fprintf(g, ")\nset format y '%%g'\nset bmargin 7\n"
-               "set key at screen 0.5, screen 0.015 center bottom box opaque maxrows 3 width 2\n"
-               "lim(x) = x > 0 ? x : NaN\nplot ");
+    /* the key in two columns in the bottom margin, below the x label: placed in
+     * pixels, since a browser's fonts are larger than gnuplot's estimate of them */
+    int rows = (ns + (limits ? 2 : 0) + 1) / 2, height = 400 + 22 * rows;
+    gp_head(g, "batched-sweep", height, "B (sequences decoded in one step)", "aggregate decode tokens/s");
+    fprintf(g, "set logscale xy 2\nset xrange [0.8:%g]\nset yrange [%g:%g]\nset xtics (", max_b * 1.25, lo / 1.4, hi * 1.4);
+    for (int b = 1, first = 1; b <= 256; b++)
+        if (present[b]) {
+            fprintf(g, "%s%d", first ? "" : ", ", b);
+            first = 0;
+        }
+    fprintf(g, ")\nset format y '%%g'\nset bmargin at screen %.3f\n"
+               "set key at screen 0.5, screen 0.015 center bottom box opaque maxrows %d width 2\n",
+            (75.0 + 22 * rows) / height, rows);
+    fprintf(g, "lim(x) = x > 0 ? x : NaN\nplot ");
+    /* a colour per weight type, a point shape per backend (hollow on the limits) */
+    char types[N_COLORS][32], backends[4][32];
+    int nt = 0, nb = 0;
+    const int shapes[4] = {7, 5, 9, 13};
     for (int s = 0; s < ns; s++) {
-        const char *c = COLORS[s % N_COLORS];
-        fprintf(g, "%s'batched-sweep.dat' index %d using 1:2 with linespoints lw 2 pt 7 lc rgb '%s' title '%s'", s ? ", \\\n     " : "", s, c,
-                series[s]);
+        const char *c = COLORS[index_of(types, &nt, N_COLORS, series[s]->type)];
+        int pt = shapes[index_of(backends, &nb, 4, series[s]->backend)];
+        fprintf(g, "%s'batched-sweep.dat' index %d using 1:2 with linespoints lw 2 pt %d ps 1.2 lc rgb '%s' title '%s'",
+                s ? ", \\\n     " : "", s, pt, c, series[s]->series);
         if (limits)
-            fprintf(g, ", \\\n     '' index %d using 1:(lim($3)) with lines dt 2 lw 1.5 lc rgb '%s' notitle"
-                       ", \\\n     '' index %d using 1:(lim($4)) with lines dt 3 lw 1.5 lc rgb '%s' notitle",
-                    s, c, s, c);
+            fprintf(g, ", \\\n     '' index %d using 1:(lim($3)) with linespoints dt 2 lw 1.5 pt %d ps 0.8 lc rgb '%s' notitle"
+                       ", \\\n     '' index %d using 1:(lim($4)) with linespoints dt 3 lw 1.5 pt %d ps 0.8 lc rgb '%s' notitle",
+                    s, pt - 1, c, s, pt - 1, c);
     }
     if (limits)
         fprintf(g, ", \\\n     NaN with lines dt 2 lw 1.5 lc rgb '#57606a' title 'bandwidth limit'"
@@ -637,13 +669,15 @@ static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
         return write_missing(o, "ab", true, "The A/B run (tools/bench/ab.sh) failed: see <code>make book</code>'s output.");
     FILE *d = open_out(o, "ab", "dat"), *g = open_out(o, "ab", "gp");
     if (!d || !g) return -1;
-    fprintf(d, "type \"--max-concurrent 1\" \"--max-concurrent %d\"\n", rows[0].concurrency);
-    for (int i = 0; i < n; i++) fprintf(d, "\"%s (%.2fx)\" %.2f %.2f\n", rows[i].type, rows[i].ratio, rows[i].tps_1, rows[i].tps_n);
+    fprintf(d, "type \"--max-concurrent 1\" \"--max-concurrent %d\" ratio\n", rows[0].concurrency);
+    for (int i = 0; i < n; i++)
+        fprintf(d, "%s %.2f %.2f %.2fx\n", rows[i].type, rows[i].tps_1, rows[i].tps_n, rows[i].ratio);
     fclose(d);
-    gp_head(g, "ab", 400, "weight type (the ratio of the two)", "output tokens/s, all requests");
-    fprintf(g, "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
+    gp_head(g, "ab", 400, "weight type, and the ratio of the two", "output tokens/s, all requests");
+    fprintf(g, "set bmargin 6\nset xlabel offset 0,-1.2\nset style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
                "set yrange [0:*]\nset key above autotitle columnheader\n"
-               "plot 'ab.dat' using 2:xtic(1) lc rgb '#cf222e', '' using 3 lc rgb '#0969da'\n");
+               "plot 'ab.dat' using 2:xtic(stringcolumn(1).\"\\n\".stringcolumn(4)) lc rgb '#cf222e', "
+               "'' using 3 lc rgb '#0969da'\n");
     fclose(g);
     char caption[4096], lat[256];
     int k = snprintf(caption, sizeof caption,
