@@ -597,6 +597,20 @@ static double loadgen_p50(const char *path, const char *key) {
     return x;
 }
 
+/* The medians from each run's own report beside ab.json in dir (ab.sh's
+ * ab-1.json and ab-C.json), when ab.json does not carry them. */
+static void ab_medians(const char *dir, AbRow *row) {
+    const char *keys[] = {"ttft_ms", "itl_ms"};
+    double *vals[2][2] = {{&row->ttft_1, &row->ttft_n}, {&row->itl_1, &row->itl_n}};
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 2; s++)
+            if (*vals[k][s] <= 0) {
+                char path[1200];
+                snprintf(path, sizeof path, "%s/ab-%d.json", dir, s ? row->concurrency : 1);
+                *vals[k][s] = loadgen_p50(path, keys[k]);
+            }
+}
+
 /* tools/bench/ab.sh on the model: a small load, both servers one after the other. */
 static int ab_measured(const Options *o, AbRow *row) {
     char server[1024], dir[1024], cmd[4096], path[1200], type[32];
@@ -611,15 +625,7 @@ static int ab_measured(const Options *o, AbRow *row) {
     model_type(o->model, type, sizeof type);
     bool ok = ab_row(v, type, row);
     json_free(v);
-    /* the medians from each run's own report when ab.json does not carry them */
-    const char *keys[] = {"ttft_ms", "itl_ms"};
-    double *vals[2][2] = {{&row->ttft_1, &row->ttft_n}, {&row->itl_1, &row->itl_n}};
-    for (int k = 0; ok && k < 2; k++)
-        for (int s = 0; s < 2; s++)
-            if (*vals[k][s] <= 0) {
-                snprintf(path, sizeof path, "%s/ab-%d.json", dir, s ? row->concurrency : 1);
-                *vals[k][s] = loadgen_p50(path, keys[k]);
-            }
+    if (ok) ab_medians(dir, row);
     return ok;
 }
 
@@ -652,6 +658,10 @@ static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
         /* make bench-ab's one A/B, on the machine it ran on: this one */
         n = ab_row(file, "?", &rows[0]);
         if (str(file, "model") && !str(file, "type")) model_type(str(file, "model"), rows[0].type, sizeof rows[0].type);
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%.*s", strrchr(o->ab, '/') ? (int)(strrchr(o->ab, '/') - o->ab) : 1,
+                 strrchr(o->ab, '/') ? o->ab : ".");
+        if (n) ab_medians(dir, &rows[0]);
         snprintf(machine, sizeof machine, "%s", o->cpu);
         date_of(st.st_mtime, date, sizeof date);
         snprintf(source, sizeof source, "From <code>make bench-ab</code> (model <code>%s</code>)",
@@ -674,7 +684,8 @@ static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
         fprintf(d, "%s %.2f %.2f %.2fx\n", rows[i].type, rows[i].tps_1, rows[i].tps_n, rows[i].ratio);
     fclose(d);
     gp_head(g, "ab", 400, "weight type, and the ratio of the two", "output tokens/s, all requests");
-    fprintf(g, "set bmargin 6\nset xlabel offset 0,-1.2\nset style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
+    fprintf(g, "set bmargin 6\nset xlabel offset 0,-1.2\n" /* room for the two-line labels */
+               "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
                "set yrange [0:*]\nset key above autotitle columnheader\n"
                "plot 'ab.dat' using 2:xtic(stringcolumn(1).\"\\n\".stringcolumn(4)) lc rgb '#cf222e', "
                "'' using 3 lc rgb '#0969da'\n");
