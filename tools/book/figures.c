@@ -626,6 +626,7 @@ static int ab_measured(const Options *o, AbRow *row) {
     model_type(o->model, type, sizeof type);
     bool ok = ab_row(v, type, row);
     json_free(v);
+    snprintf(row->type, sizeof row->type, "%s", type); /* ab.sh names it from the file's name: "default" */
     if (ok) ab_medians(dir, row);
     return ok;
 }
