@@ -16,7 +16,7 @@
 #>                                             the code moved; make test fails while one is stale
 #> make book-coverage                          only the coverage runs whose figures the book shows
 #> make book-figures                           only the figures: measured on the default model (or read from
-#>                                             make bench's JSON), drawn in build/book/figures/
+#>                                             make bench's JSON and make bench-ab's), drawn in build/book/figures/
 #> make book-setup                             installs pandoc and gnuplot (as root)
 
 STUDENT       ?=
@@ -53,11 +53,14 @@ book-coverage: $(TEST_MODELS)
 	  { tail -n 20 $(BOOK_OUT)/coverage-$$c.txt; exit 1; }; done
 
 # The figures: measured on the default model (and read from make bench's JSON
-# when there is one), drawn by gnuplot into $(BOOK_OUT)/figures/.
-BENCH_JSON ?= $(BUILD)/bench/bench.json
-book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(DEFAULT_MODEL)
+# when there is one, and make bench-ab's), drawn by gnuplot into $(BOOK_OUT)/figures/.
+# III.7's A/B measured here runs the last chapter's chat-server (in ALL_PROGRAMS)
+# under tools/loadgen.
+BENCH_JSON    ?= $(BUILD)/bench/bench.json
+BENCH_AB_JSON ?= $(BUILD)/bench/ab.json
+book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(BUILD)/tools/loadgen $(DEFAULT_MODEL)
 	@$(BUILD)/tools/book-figures --out $(BOOK_OUT)/figures --build $(BUILD) --model $(DEFAULT_MODEL) \
-	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON)
+	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON) --ab $(BENCH_AB_JSON)
 
 # The sample grade (tools/book/grade-sample.sh) needs the grader, common/ and the test models.
 book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVERAGE)),book-coverage) \
@@ -66,7 +69,7 @@ book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVER
 	@echo "book: $(BOOK_OUT)/index.html"
 
 # Every include of the book resolves and its link is current: checked by make test.
-$(BUILD)/tests/book: tests/book/test_book.c tests/harness.c $(BUILD)/tools/bookpp
+$(BUILD)/tests/book: tests/book/test_book.c tests/harness.c $(BUILD)/tools/bookpp $(BUILD)/tools/book-figures
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ tests/book/test_book.c tests/harness.c
 EXTRA_TESTS += $(BUILD)/tests/book

@@ -211,3 +211,67 @@ TEST(book_readme_layout_is_complete) {
     free(readme);
     free(entries);
 }
+
+/* Reads the file at path into a malloc'd string ("" when it cannot). */
+static char *slurp_file(const char *path) {
+    char cmd[1200], *out;
+    snprintf(cmd, sizeof cmd, "cat '%s'", path);
+    run(cmd, &out);
+    return out;
+}
+
+/* III.7's figures come from make bench's "batched" and "ab" arrays: every point
+ * that ran with its two limits, the A/B with its ratio; with no bench JSON and
+ * nothing built to measure with, each says its measurement failed (which make
+ * book-check rejects) instead of drawing an empty plot. */
+TEST(book_figures_of_iii7_come_from_the_bench_json) {
+    const char *json = scratch_md(
+        "bench.json",
+        "{\"date\":\"2026-11-20\",\"cpu\":\"Test CPU 9000\",\"rows\":[],\"batched\":["
+        "{\"type\":\"q8_0\",\"backend\":\"parallel\",\"threads\":2,\"batch\":1,\"ok\":true,"
+        "\"decode_tokens_per_s\":16.6,\"bandwidth_limit_tokens_per_s\":22,\"compute_limit_tokens_per_s\":95},"
+        "{\"type\":\"q8_0\",\"backend\":\"parallel\",\"threads\":2,\"batch\":2,\"ok\":false,"
+        "\"decode_tokens_per_s\":0,\"bandwidth_limit_tokens_per_s\":44,\"compute_limit_tokens_per_s\":95},"
+        "{\"type\":\"q8_0\",\"backend\":\"parallel\",\"threads\":2,\"batch\":8,\"ok\":true,"
+        "\"decode_tokens_per_s\":61.5,\"bandwidth_limit_tokens_per_s\":176,\"compute_limit_tokens_per_s\":95}],"
+        "\"ab\":[{\"type\":\"q8_0\",\"requests\":16,\"concurrency\":8,\"prompt_tokens\":64,\"output_tokens\":32,"
+        "\"tps_1\":5.7,\"tps_n\":8.9,\"ratio\":1.56,\"ttft_p50_ms_1\":2100,\"ttft_p50_ms_n\":700,"
+        "\"itl_p50_ms_1\":150,\"itl_p50_ms_n\":800}]}\n");
+    char dir[600], cmd[8192], path[700], *out;
+    snprintf(dir, sizeof dir, "%s", test_tmp_path("figures"));
+    snprintf(cmd, sizeof cmd, "%s/tools/book-figures --out '%s' --build '%s/none' --model none.gguf --chapters III.7 "
+             "--bench '%s' --ab '%s/none.json'", test_build_dir(), dir, dir, json, dir);
+    run(cmd, &out); /* its exit code says whether gnuplot drew them all: not this test's business */
+    free(out);
+    snprintf(path, sizeof path, "%s/batched-sweep.dat", dir);
+    char *sweep = slurp_file(path);
+    CHECK_MSG(strstr(sweep, "# q8_0 parallel, 2 threads:") && strstr(sweep, "\n1 16.600 22.00 95.00\n") &&
+                  strstr(sweep, "\n8 61.500 176.00 95.00\n") && !strstr(sweep, "\n2 "),
+              "%s:\n%s", path, sweep);
+    free(sweep);
+    snprintf(path, sizeof path, "%s/ab.dat", dir);
+    char *ab = slurp_file(path);
+    CHECK_MSG(strstr(ab, "\"--max-concurrent 8\"") && strstr(ab, "\nq8_0 5.70 8.90 1.56x\n"), "%s:\n%s", path, ab);
+    free(ab);
+    snprintf(path, sizeof path, "%s/ab.md", dir);
+    char *md = slurp_file(path);
+    int gnuplot = run("command -v gnuplot", &out) == 0;
+    free(out);
+    if (gnuplot)
+        CHECK_MSG(strstr(md, "data-points=\"2\"") && strstr(md, "Test CPU 9000, 2026-11-20") &&
+                      strstr(md, "time to first token 2100 &rarr; 700 ms"),
+                  "%s:\n%s", path, md);
+    else
+        printf("  (no gnuplot here: the drawings and captions are not checked; make book-setup installs it)\n");
+    free(md);
+    /* no bench JSON, nothing built: no plot, a failed measurement */
+    snprintf(cmd, sizeof cmd, "%s/tools/book-figures --out '%s' --build '%s/none' --model none.gguf --chapters III.7 "
+             "--bench '%s/none.json' --ab '%s/none.json'; cat '%s/batched-sweep.md' '%s/ab.md'; ls '%s'",
+             test_build_dir(), dir, dir, dir, dir, dir, dir, dir);
+    run(cmd, &out);
+    CHECK_MSG(strstr(out, "data-figure=\"batched-sweep\" data-failed=\"1\"") &&
+                  strstr(out, "data-figure=\"ab\" data-failed=\"1\"") && !strstr(out, "ab.svg") &&
+                  !strstr(out, "batched-sweep.svg"),
+              "%s:\n%s", cmd, out);
+    free(out);
+}

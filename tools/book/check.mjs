@@ -10,8 +10,11 @@
 // a request that fails or answers 4xx/5xx; an image that did not load; an
 // internal link to a file that does not exist or to an anchor the target page
 // lacks; a section (h2-h4) with nothing under it before the next heading; a
-// figure (figure.plot) whose SVG has no plotted data. It saves a screenshot of
-// each page, desktop width and phone width, in BOOK_DIR/shots/.
+// figure (figure.plot) whose SVG has no plotted data or whose caption does not
+// say the machine, the model and the date; a figure whose measurement failed
+// (the note tools/book/figures.c writes instead: .figure-missing[data-failed]).
+// It saves a screenshot of each page, desktop width and phone width, in
+// BOOK_DIR/shots/.
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -66,7 +69,7 @@ try {
     const res = await page.goto(bookUrl + name, { waitUntil: 'load' });
     if (!res || !res.ok()) bad(`the page did not load (${res && res.status()})`);
     const found = await page.evaluate(async () => {
-      const out = { ids: [], links: [], images: [], empty: [], figures: [] };
+      const out = { ids: [], links: [], images: [], empty: [], figures: [], failed: [] };
       out.ids = [...document.querySelectorAll('[id]')].map((e) => e.id);
       out.links = [...document.querySelectorAll('a[href]')].map((a) => a.href);
       out.images = [...document.querySelectorAll('img')]
@@ -80,6 +83,7 @@ try {
         const nextLevel = n ? Number(n.tagName[1]) : 0;
         if (!content && !(nextLevel > Number(h.tagName[1]))) out.empty.push(h.textContent.trim());
       }
+      out.failed = [...document.querySelectorAll('.figure-missing[data-failed]')].map((e) => e.dataset.figure);
       for (const f of document.querySelectorAll('figure.plot')) {
         const img = f.querySelector('img'), cap = f.querySelector('figcaption');
         const svg = img ? await (await fetch(img.src)).text() : '';
@@ -95,6 +99,7 @@ try {
     for (const l of found.links) links.push([name, l]);
     for (const s of found.images) bad(`an image did not load: ${s}`);
     for (const h of found.empty) bad(`an empty section: "${h}"`);
+    for (const f of found.failed) bad(`a figure whose measurement failed: ${f} (see make book's output)`);
     for (const f of found.figures) {
       if (f.points <= 0 || f.series === 0 || f.drawn === 0) bad(`a figure with no data: ${f.src}`);
       if (!/\son\s[\s\S]+\d{4}-\d\d-\d\d/.test(f.caption) || !/model|make bench/.test(f.caption))

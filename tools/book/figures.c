@@ -1,6 +1,7 @@
 /* book-figures: the book's plots, drawn from measurements.
  *
  *   book-figures --out DIR --build BUILD --model M --chapters "II.1 II.2 ..." [--bench bench.json]
+ *                [--ab ab.json]
  *
  * For each figure it writes DIR/NAME.dat (the numbers), DIR/NAME.gp (the
  * gnuplot script), DIR/NAME.svg (gnuplot's drawing) and DIR/NAME.md, the
@@ -15,21 +16,32 @@
  *   decode-tps   decode tokens/s per chapter, weight type and backend: from
  *                the bench JSON when there is one, else measured here on M
  *   kv-paged     basic against paged KV, per-step ms by context: from the
- *                bench JSON's "kv" table only (make bench) */
+ *                bench JSON's "kv" table only (make bench)
+ *   batched-sweep  III.7's aggregate decode tokens/s of seq_decode_batch against
+ *                B, per weight type and backend, with the bandwidth and compute
+ *                limits: from the bench JSON's "batched" array, else measured
+ *                here on M with batched-bench (no limits then)
+ *   ab           III.7's A/B: output tokens/s of one streaming load against
+ *                chat-server --max-concurrent 1 and C, per weight type: from the
+ *                bench JSON's "ab" array, else --ab FILE (make bench-ab), else
+ *                measured here on M with tools/bench/ab.sh and tools/loadgen
+ * Run from the repository's root (as make does): ab.sh is found there. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "json.h"
+#include "qwen3.h"
 
 #define MAX_CHAPTERS 16
 #define MAX_STEPS 4096
 
 typedef struct {
-    const char *out, *build, *model, *bench;
+    const char *out, *build, *model, *bench, *ab;
     char chapters[MAX_CHAPTERS][32];
     int n_chapters;
     char cpu[256], today[32];
@@ -121,11 +133,15 @@ static FILE *open_out(const Options *o, const char *name, const char *ext) {
     return f;
 }
 
-/* The snippet for a figure that has no data: what to run to get it. */
-static int write_missing(const Options *o, const char *name, const char *why) {
+/* The snippet for a figure that has no data: why (HTML), and what to run to get
+ * it. failed: a measurement that should have worked did not, and make
+ * book-check fails on the page (a figure make bench alone measures is only a note). */
+static int write_missing(const Options *o, const char *name, bool failed, const char *why) {
     FILE *f = open_out(o, name, "md");
     if (!f) return -1;
-    fprintf(f, "> **Figure not measured in this build.** %s\n", why);
+    fprintf(f, "<blockquote class=\"figure-missing\" data-figure=\"%s\"%s>\n<p><strong>Figure not measured in "
+               "this build.</strong> %s</p>\n</blockquote>\n",
+            name, failed ? " data-failed=\"1\"" : "", why);
     fclose(f);
     char svg[1024];
     snprintf(svg, sizeof svg, "%s/%s.svg", o->out, name);
@@ -150,12 +166,13 @@ static int draw(const Options *o, const char *name, int points, const char *alt,
     return 0;
 }
 
-/* The common head of every gnuplot script: an SVG of the book's size and look. */
-static void gp_head(FILE *g, const char *name, const char *xlabel, const char *ylabel) {
-    fprintf(g, "set terminal svg size 720,400 dynamic font 'sans,13' background '#ffffff'\n"
+/* The common head of every gnuplot script: an SVG of the book's size and look;
+ * noenhanced, or "q8_0" would print with a subscript 0. */
+static void gp_head(FILE *g, const char *name, int height, const char *xlabel, const char *ylabel) {
+    fprintf(g, "set terminal svg size 720,%d dynamic noenhanced font 'sans,13' background '#ffffff'\n"
                "set output '%s.svg'\nset xlabel '%s'\nset ylabel '%s'\n"
                "set grid lc rgb '#dddddd'\nset key top left box opaque\nset border 3\nset tics nomirror\n",
-            name, xlabel, ylabel);
+            height, name, xlabel, ylabel);
 }
 
 /* ---- forward ms against step: II.1 against II.2 ------------------------------ */
@@ -187,14 +204,14 @@ static int fig_forward_ms(const Options *o) {
     static double a[MAX_STEPS], b[MAX_STEPS];
     int na = 0, nb = 0;
     if (step_times(o, "II.1", "", a, &na) != 0 || step_times(o, "II.2", "--kv basic", b, &nb) != 0)
-        return write_missing(o, "forward-ms", "The II.1 or II.2 run failed: see `make book`'s output.");
+        return write_missing(o, "forward-ms", true, "The II.1 or II.2 run failed: see <code>make book</code>'s output.");
     FILE *d = open_out(o, "forward-ms", "dat"), *g = open_out(o, "forward-ms", "gp");
     if (!d || !g) return -1;
     fprintf(d, "# step  II.1_ms  II.2_ms   (decode steps; step 0 is the prefill)\n");
     int n = na < nb ? na : nb;
     for (int k = 1; k < n; k++) fprintf(d, "%d %.4f %.4f\n", k, a[k], b[k]);
     fclose(d);
-    gp_head(g, "forward-ms", "decode step (tokens generated so far)", "ms per forward");
+    gp_head(g, "forward-ms", 400, "decode step (tokens generated so far)", "ms per forward");
     fprintf(g, "plot 'forward-ms.dat' using 1:2 with lines lw 2 lc rgb '#cf222e' title 'II.1: full recompute', \\\n"
                "     '' using 1:3 with lines lw 2 lc rgb '#0969da' title 'II.2: KV cache'\n");
     fclose(g);
@@ -252,7 +269,7 @@ static int bars_measured(const Options *o, Bar *bars, int cap) {
 static int fig_decode_tps(const Options *o, const JsonValue *bench, const char *when) {
     Bar bars[256];
     int n = bench ? bars_from_bench(bench, bars, 256) : bars_measured(o, bars, 256);
-    if (n == 0) return write_missing(o, "decode-tps", "No decode run succeeded: see `make book`'s output.");
+    if (n == 0) return write_missing(o, "decode-tps", true, "No decode run succeeded: see <code>make book</code>'s output.");
     /* a table: one row per chapter, one column per series */
     char series[16][64], chapters[MAX_CHAPTERS][32];
     int ns = 0, nc = 0;
@@ -279,7 +296,7 @@ static int fig_decode_tps(const Options *o, const JsonValue *bench, const char *
         fputc('\n', d);
     }
     fclose(d);
-    gp_head(g, "decode-tps", "chapter", "decode tokens/s");
+    gp_head(g, "decode-tps", 400, "chapter", "decode tokens/s");
     fprintf(g, "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
                "set logscale y\nset key top left autotitle columnheader\n"
                "plot for [i=2:%d] 'decode-tps.dat' using i:xtic(1)\n",
@@ -306,8 +323,9 @@ static int fig_decode_tps(const Options *o, const JsonValue *bench, const char *
 static int fig_kv_paged(const Options *o, const JsonValue *bench, const char *when) {
     const JsonValue *kv = bench ? json_get(bench, "kv") : NULL, *rows = kv ? json_get(kv, "contexts") : NULL;
     if (!rows || rows->n_items == 0)
-        return write_missing(o, "kv-paged", "It comes from `make bench` (its basic-against-paged KV table), "
-                                            "which this build has not run.");
+        return write_missing(o, "kv-paged", false,
+                             "It comes from <code>make bench</code> (its basic-against-paged KV table), "
+                             "which this build has not run.");
     FILE *d = open_out(o, "kv-paged", "dat"), *g = open_out(o, "kv-paged", "gp");
     if (!d || !g) return -1;
     fprintf(d, "# context basic_ms paged_ms basic_attention_ms paged_attention_ms\n");
@@ -317,7 +335,7 @@ static int fig_kv_paged(const Options *o, const JsonValue *bench, const char *wh
                 num(r, "basic_attention_ms"), num(r, "paged_attention_ms"));
     }
     fclose(d);
-    gp_head(g, "kv-paged", "positions already cached", "ms per decode step");
+    gp_head(g, "kv-paged", 400, "positions already cached", "ms per decode step");
     fprintf(g, "set yrange [0:*]\nplot 'kv-paged.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#cf222e' title "
                "'basic: step', \\\n"
                "     '' using 1:3 with linespoints lw 2 pt 5 lc rgb '#0969da' title 'paged: step', \\\n"
@@ -335,10 +353,374 @@ static int fig_kv_paged(const Options *o, const JsonValue *bench, const char *wh
                 caption);
 }
 
+/* ---- III.7: batched decode against B ------------------------------------------ */
+
+/* Line colours of the series, in order. */
+static const char *const COLORS[] = {"#0969da", "#cf222e", "#1a7f37", "#8250df", "#bc4c00", "#1b7c83", "#57606a", "#bf3989"};
+#define N_COLORS (int)(sizeof COLORS / sizeof COLORS[0])
+#define MAX_SERIES 16
+#define MAX_POINTS 256
+
+typedef struct {
+    char series[96]; /* "q8_0 parallel, 2 threads" */
+    char type[32], backend[32];
+    int batch;
+    double tps, bw_limit, compute_limit; /* aggregate tokens/s; a limit of 0: not known */
+} SweepPoint;
+
+/* The program in the build of the last chapter that has it, into path; false when none does. */
+static bool chapter_program(const Options *o, const char *program, char *path, size_t n) {
+    for (int c = o->n_chapters - 1; c >= 0; c--) {
+        snprintf(path, n, "%s/%s/%s", o->build, o->chapters[c], program);
+        if (access(path, X_OK) == 0) return true;
+    }
+    fprintf(stderr, "book-figures: no chapter has %s built in %s\n", program, o->build);
+    return false;
+}
+
+/* The weight type of model (that of its first layer's wq, as make bench names types: "q8_0"). */
+static void model_type(const char *model, char *out, size_t n) {
+    Qwen3Model m;
+    char err[ERR_MAX];
+    snprintf(out, n, "?");
+    if (qwen3_load(&m, model, err) != 0) return;
+    const char *name = dtype_name(m.layers[0].wq.type);
+    if (name) snprintf(out, n, "%s", name);
+    for (char *c = out; *c; c++)
+        if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
+    qwen3_free(&m);
+}
+
+static void sweep_name(SweepPoint *p, const char *type, const char *backend, int threads) {
+    snprintf(p->type, sizeof p->type, "%s", type ? type : "?");
+    snprintf(p->backend, sizeof p->backend, "%s", backend ? backend : "?");
+    snprintf(p->series, sizeof p->series, "%s %s, %d thread%s", p->type, p->backend, threads, threads == 1 ? "" : "s");
+}
+
+/* The index of name in list[*n], added when new (the last index when the list is full). */
+static int index_of(char list[][32], int *n, int cap, const char *name) {
+    for (int i = 0; i < *n; i++)
+        if (strcmp(list[i], name) == 0) return i;
+    if (*n == cap) return cap - 1;
+    snprintf(list[*n], 32, "%s", name);
+    return (*n)++;
+}
+
+static int sweep_from_bench(const JsonValue *bench, SweepPoint *pts, int cap) {
+    const JsonValue *rows = json_get(bench, "batched");
+    int n = 0;
+    for (size_t i = 0; rows && rows->type == JSON_ARRAY && i < rows->n_items && n < cap; i++) {
+        const JsonValue *r = &rows->items[i], *ok = json_get(r, "ok");
+        if ((ok && !ok->boolean) || num(r, "batch") < 1 || num(r, "decode_tokens_per_s") <= 0) continue;
+        sweep_name(&pts[n], str(r, "type"), str(r, "backend"), (int)num(r, "threads"));
+        pts[n].batch = (int)num(r, "batch");
+        pts[n].tps = num(r, "decode_tokens_per_s");
+        pts[n].bw_limit = num(r, "bandwidth_limit_tokens_per_s");
+        pts[n++].compute_limit = num(r, "compute_limit_tokens_per_s");
+    }
+    return n;
+}
+
+/* batched-bench on the model: short prompts, the best of three runs, per backend. */
+static int sweep_measured(const Options *o, SweepPoint *pts, int cap) {
+    char prog[1024], type[32];
+    if (!chapter_program(o, "batched-bench", prog, sizeof prog)) return 0;
+    model_type(o->model, type, sizeof type);
+    const char *backends[] = {"simd", "parallel"};
+    int n = 0;
+    for (int b = 0; b < 2; b++) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd, "%s --json --backend %s --batches 1,2,4,8 --prompt 32 --steps 64 --runs 3 '%s'", prog,
+                 backends[b], o->model);
+        fprintf(stderr, "book-figures: %s\n", cmd);
+        JsonValue *res = run_json(cmd);
+        const JsonValue *rows = res ? json_get(res, "results") : NULL;
+        for (size_t i = 0; rows && rows->type == JSON_ARRAY && i < rows->n_items && n < cap; i++) {
+            const JsonValue *r = &rows->items[i];
+            if (num(r, "batch") < 1 || num(r, "tokens_per_s") <= 0) continue;
+            sweep_name(&pts[n], type, backends[b], (int)num(res, "threads"));
+            pts[n].batch = (int)num(r, "batch");
+            pts[n].tps = num(r, "tokens_per_s");
+            pts[n].bw_limit = pts[n].compute_limit = 0;
+            n++;
+        }
+        json_free(res);
+    }
+    return n;
+}
+
+/* The series of the points in order of first appearance, each as its first
+ * point; returns how many. */
+static int sweep_series(const SweepPoint *pts, int n, const SweepPoint **series) {
+    int ns = 0;
+    for (int i = 0; i < n; i++) {
+        int s = 0;
+        while (s < ns && strcmp(series[s]->series, pts[i].series) != 0) s++;
+        if (s == ns && ns < MAX_SERIES) series[ns++] = &pts[i];
+    }
+    return ns;
+}
+
+static int fig_batched_sweep(const Options *o, const JsonValue *bench, const char *when) {
+    static SweepPoint pts[MAX_POINTS];
+    int n = bench ? sweep_from_bench(bench, pts, MAX_POINTS) : 0;
+    bool from_bench = n > 0;
+    if (!from_bench) n = sweep_measured(o, pts, MAX_POINTS);
+    if (n == 0)
+        return write_missing(o, "batched-sweep", true, "The batched-bench runs failed: see <code>make book</code>'s output.");
+    const SweepPoint *series[MAX_SERIES];
+    int ns = sweep_series(pts, n, series), max_b = 1;
+    bool limits = false, present[257] = {false};
+    double lo = 1e30, hi = 0; /* the y range, with room so that no point sits on the border */
+    FILE *d = open_out(o, "batched-sweep", "dat"), *g = open_out(o, "batched-sweep", "gp");
+    if (!d || !g) return -1;
+    /* one block per series (gnuplot's index), sorted by B */
+    for (int s = 0; s < ns; s++) {
+        fprintf(d, "# %s: B tokens_per_s bandwidth_limit compute_limit (0: not known)\n", series[s]->series);
+        for (int b = 1; b <= 256; b++)
+            for (int i = 0; i < n; i++)
+                if (pts[i].batch == b && strcmp(pts[i].series, series[s]->series) == 0) {
+                    fprintf(d, "%d %.3f %.2f %.2f\n", b, pts[i].tps, pts[i].bw_limit, pts[i].compute_limit);
+                    limits |= pts[i].bw_limit > 0 || pts[i].compute_limit > 0;
+                    double ys[3] = {pts[i].tps, pts[i].bw_limit, pts[i].compute_limit};
+                    for (int k = 0; k < 3; k++)
+                        if (ys[k] > 0) {
+                            lo = ys[k] < lo ? ys[k] : lo;
+                            hi = ys[k] > hi ? ys[k] : hi;
+                        }
+                    present[b] = true;
+                    if (b > max_b) max_b = b;
+                }
+        fprintf(d, "\n\n");
+    }
+    fclose(d);
+    /* the key in two columns in the bottom margin, below the x label: placed in
+     * pixels, since a browser's fonts are larger than gnuplot's estimate of them */
+    int rows = (ns + (limits ? 2 : 0) + 1) / 2, height = 400 + 22 * rows;
+    gp_head(g, "batched-sweep", height, "B (sequences decoded in one step)", "aggregate decode tokens/s");
+    fprintf(g, "set logscale xy 2\nset xrange [0.8:%g]\nset yrange [%g:%g]\nset xtics (", max_b * 1.25, lo / 1.4, hi * 1.4);
+    for (int b = 1, first = 1; b <= 256; b++)
+        if (present[b]) {
+            fprintf(g, "%s%d", first ? "" : ", ", b);
+            first = 0;
+        }
+    fprintf(g, ")\nset format y '%%g'\nset bmargin at screen %.3f\n"
+               "set key at screen 0.5, screen 0.015 center bottom box opaque maxrows %d width 2\n",
+            (75.0 + 22 * rows) / height, rows);
+    fprintf(g, "lim(x) = x > 0 ? x : NaN\nplot ");
+    /* a colour per weight type, a point shape per backend (hollow on the limits) */
+    char types[N_COLORS][32], backends[4][32];
+    int nt = 0, nb = 0;
+    const int shapes[4] = {7, 5, 9, 13};
+    for (int s = 0; s < ns; s++) {
+        const char *c = COLORS[index_of(types, &nt, N_COLORS, series[s]->type)];
+        int pt = shapes[index_of(backends, &nb, 4, series[s]->backend)];
+        fprintf(g, "%s'batched-sweep.dat' index %d using 1:2 with linespoints lw 2 pt %d ps 1.2 lc rgb '%s' title '%s'",
+                s ? ", \\\n     " : "", s, pt, c, series[s]->series);
+        if (limits)
+            fprintf(g, ", \\\n     '' index %d using 1:(lim($3)) with linespoints dt 2 lw 1.5 pt %d ps 0.8 lc rgb '%s' notitle"
+                       ", \\\n     '' index %d using 1:(lim($4)) with linespoints dt 3 lw 1.5 pt %d ps 0.8 lc rgb '%s' notitle",
+                    s, pt - 1, c, s, pt - 1, c);
+    }
+    if (limits)
+        fprintf(g, ", \\\n     NaN with lines dt 2 lw 1.5 lc rgb '#57606a' title 'bandwidth limit'"
+                   ", \\\n     NaN with lines dt 3 lw 1.5 lc rgb '#57606a' title 'compute limit'");
+    fprintf(g, "\n");
+    fclose(g);
+    char caption[1536];
+    if (from_bench)
+        snprintf(caption, sizeof caption,
+                 "Aggregate decode tokens/s of <code>seq_decode_batch</code> with B sequences decoding in one step "
+                 "(batched-bench), by weight type and backend (log scales); dashed, the bandwidth limit "
+                 "(B &times; read bandwidth / weight bytes), dotted, the compute limit (peak multiply-adds over "
+                 "one row's). From <code>make bench</code> (Qwen3-0.6B-shaped models, build/bench/bench.json) on "
+                 "%s, %s.",
+                 o->bench_cpu, when);
+    else
+        snprintf(caption, sizeof caption,
+                 "Aggregate decode tokens/s of <code>seq_decode_batch</code> with B sequences decoding in one step "
+                 "(batched-bench, 32-token prompts, 64 steps, the best of three runs), by backend (log scales). "
+                 "Measured by <code>make book</code> on %s, model <code>%s</code>, %s; weights this small stay in "
+                 "the CPU's caches, so B buys little (no <code>make bench</code> results in this build: its "
+                 "Qwen3-0.6B-sized sweep adds the bandwidth and compute limits).",
+                 o->cpu, o->model, o->today);
+    return draw(o, "batched-sweep", n, "aggregate decode tokens per second against the batch size B", caption);
+}
+
+/* ---- III.7: the server's A/B ---------------------------------------------------- */
+
+typedef struct {
+    char type[32];
+    int requests, concurrency, prompt, output;
+    double tps_1, tps_n, ratio;
+    double ttft_1, ttft_n, itl_1, itl_n; /* medians in ms; 0: not known */
+} AbRow;
+
+/* A number that make bench-ab may write as a string ("1.56"). */
+static double num_or_string(const JsonValue *o, const char *key) {
+    const char *s = str(o, key);
+    return s ? atof(s) : num(o, key);
+}
+
+/* One A/B from its JSON object; false when it has no throughput to show. */
+static bool ab_row(const JsonValue *v, const char *type, AbRow *r) {
+    memset(r, 0, sizeof *r);
+    if (!v || v->type != JSON_OBJECT) return false;
+    snprintf(r->type, sizeof r->type, "%s", str(v, "type") ? str(v, "type") : type);
+    r->requests = (int)num(v, "requests");
+    r->concurrency = (int)num(v, "concurrency");
+    r->prompt = (int)num(v, "prompt_tokens");
+    r->output = (int)num(v, "output_tokens");
+    r->tps_1 = num(v, "tps_1");
+    r->tps_n = num(v, "tps_n");
+    r->ratio = num_or_string(v, "ratio");
+    if (r->ratio <= 0 && r->tps_1 > 0) r->ratio = r->tps_n / r->tps_1;
+    r->ttft_1 = num(v, "ttft_p50_ms_1");
+    r->ttft_n = num(v, "ttft_p50_ms_n");
+    r->itl_1 = num(v, "itl_p50_ms_1");
+    r->itl_n = num(v, "itl_p50_ms_n");
+    return r->tps_1 > 0 && r->tps_n > 0;
+}
+
+static int ab_from_bench(const JsonValue *bench, AbRow *rows, int cap) {
+    const JsonValue *ab = json_get(bench, "ab");
+    int n = 0;
+    for (size_t i = 0; ab && ab->type == JSON_ARRAY && i < ab->n_items && n < cap; i++)
+        n += ab_row(&ab->items[i], "?", &rows[n]);
+    return n;
+}
+
+/* The median of a loadgen report's stats object (its "ttft_ms" or "itl_ms"), or 0. */
+static double loadgen_p50(const char *path, const char *key) {
+    JsonValue *v = read_json(path);
+    double x = v ? num(json_get(v, key), "p50") : 0;
+    json_free(v);
+    return x;
+}
+
+/* The medians from each run's own report beside ab.json in dir (ab.sh's
+ * ab-1.json and ab-C.json), when ab.json does not carry them. */
+static void ab_medians(const char *dir, AbRow *row) {
+    const char *keys[] = {"ttft_ms", "itl_ms"};
+    double *vals[2][2] = {{&row->ttft_1, &row->ttft_n}, {&row->itl_1, &row->itl_n}};
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < 2; s++)
+            if (*vals[k][s] <= 0) {
+                char path[1200];
+                snprintf(path, sizeof path, "%s/ab-%d.json", dir, s ? row->concurrency : 1);
+                *vals[k][s] = loadgen_p50(path, keys[k]);
+            }
+}
+
+/* tools/bench/ab.sh on the model: a small load, both servers one after the other. */
+static int ab_measured(const Options *o, AbRow *row) {
+    char server[1024], dir[1024], cmd[4096], path[1200], type[32];
+    if (!chapter_program(o, "chat-server", server, sizeof server)) return 0;
+    snprintf(dir, sizeof dir, "%s/ab-run", o->out);
+    snprintf(cmd, sizeof cmd, "tools/bench/ab.sh '%s' '%s/tools/loadgen' '%s' '%s' 16 8 16 16 >&2", server, o->build,
+             o->model, dir);
+    fprintf(stderr, "book-figures: %s\n", cmd);
+    if (system(cmd) != 0) return 0;
+    snprintf(path, sizeof path, "%s/ab.json", dir);
+    JsonValue *v = read_json(path);
+    model_type(o->model, type, sizeof type);
+    bool ok = ab_row(v, type, row);
+    json_free(v);
+    snprintf(row->type, sizeof row->type, "%s", type); /* ab.sh names it from the file's name: "default" */
+    if (ok) ab_medians(dir, row);
+    return ok;
+}
+
+/* A time in ms with the digits that matter: "0.0024", "1.3", "65". */
+static void fmt_ms(char *out, size_t n, double ms) {
+    snprintf(out, n, ms < 1 ? "%.2g" : ms < 10 ? "%.1f" : "%.0f", ms);
+}
+
+/* "; median time to first token 65 → 59 ms" for the caption, or nothing when
+ * not known. The gap between tokens only from a model of real size: on the
+ * default model a token takes well under a millisecond and the client reads
+ * several at once, so that its median gap says nothing. */
+static void ab_latencies(char *out, size_t n, const AbRow *r) {
+    char a[32], b[32], c[32], d[32];
+    fmt_ms(a, sizeof a, r->ttft_1), fmt_ms(b, sizeof b, r->ttft_n), fmt_ms(c, sizeof c, r->itl_1), fmt_ms(d, sizeof d, r->itl_n);
+    int k = 0;
+    out[0] = 0;
+    if (r->ttft_1 > 0 && r->ttft_n > 0) k = snprintf(out, n, "; median time to first token %s &rarr; %s ms", a, b);
+    if (r->itl_1 > 0 && r->itl_n > 0 && k >= 0 && (size_t)k < n)
+        snprintf(out + k, n - (size_t)k, "; median gap between tokens %s &rarr; %s ms", c, d);
+}
+
+static int fig_ab(const Options *o, const JsonValue *bench, const char *when) {
+    AbRow rows[MAX_SERIES];
+    int n = bench ? ab_from_bench(bench, rows, MAX_SERIES) : 0;
+    char machine[256], date[32], source[1100]; /* source: what measured it, on which model */
+    snprintf(machine, sizeof machine, "%s", o->bench_cpu);
+    snprintf(date, sizeof date, "%s", when);
+    snprintf(source, sizeof source, "From <code>make bench</code> (Qwen3-0.6B-shaped models)");
+    struct stat st;
+    JsonValue *file = NULL;
+    if (n == 0 && o->ab && stat(o->ab, &st) == 0 && (file = read_json(o->ab)) != NULL) {
+        /* make bench-ab's one A/B, on the machine it ran on: this one */
+        n = ab_row(file, "?", &rows[0]);
+        if (str(file, "model") && !str(file, "type")) model_type(str(file, "model"), rows[0].type, sizeof rows[0].type);
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%.*s", strrchr(o->ab, '/') ? (int)(strrchr(o->ab, '/') - o->ab) : 1,
+                 strrchr(o->ab, '/') ? o->ab : ".");
+        if (n) ab_medians(dir, &rows[0]);
+        snprintf(machine, sizeof machine, "%s", o->cpu);
+        date_of(st.st_mtime, date, sizeof date);
+        snprintf(source, sizeof source, "From <code>make bench-ab</code> (model <code>%s</code>)",
+                 str(file, "model") ? str(file, "model") : o->ab);
+        json_free(file);
+    }
+    bool measured = n == 0;
+    if (measured) {
+        n = ab_measured(o, &rows[0]);
+        snprintf(machine, sizeof machine, "%s", o->cpu);
+        snprintf(date, sizeof date, "%s", o->today);
+        snprintf(source, sizeof source, "Measured by <code>make book</code> (model <code>%s</code>)", o->model);
+    }
+    if (n == 0)
+        return write_missing(o, "ab", true, "The A/B run (tools/bench/ab.sh) failed: see <code>make book</code>'s output.");
+    FILE *d = open_out(o, "ab", "dat"), *g = open_out(o, "ab", "gp");
+    if (!d || !g) return -1;
+    fprintf(d, "type \"--max-concurrent 1\" \"--max-concurrent %d\" ratio\n", rows[0].concurrency);
+    for (int i = 0; i < n; i++)
+        fprintf(d, "%s %.2f %.2f %.2fx\n", rows[i].type, rows[i].tps_1, rows[i].tps_n, rows[i].ratio);
+    fclose(d);
+    gp_head(g, "ab", 400, "weight type, and the ratio of the two", "output tokens/s, all requests");
+    fprintf(g, "set bmargin 6\nset xlabel offset 0,-1.2\n" /* room for the two-line labels */
+               "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.85 border -1\n"
+               "set yrange [0:*]\nset key above autotitle columnheader\n"
+               "plot 'ab.dat' using 2:xtic(stringcolumn(1).\"\\n\".stringcolumn(4)) lc rgb '#cf222e', "
+               "'' using 3 lc rgb '#0969da'\n");
+    fclose(g);
+    char caption[4096], lat[256];
+    int k = snprintf(caption, sizeof caption,
+                     "Output tokens/s of the same streaming load (%d requests, %d at a time, %d prompt and %d output "
+                     "tokens each, from tools/loadgen) against III.7's <code>chat-server &#45;&#45;max-concurrent 1</code> "
+                     "and <code>&#45;&#45;max-concurrent %d</code>, one after the other",
+                     rows[0].requests, rows[0].concurrency, rows[0].prompt, rows[0].output, rows[0].concurrency);
+    for (int i = 0; i < n && k >= 0 && (size_t)k < sizeof caption; i++) {
+        if (measured) rows[i].itl_1 = rows[i].itl_n = 0; /* see ab_latencies */
+        ab_latencies(lat, sizeof lat, &rows[i]);
+        k += snprintf(caption + k, sizeof caption - (size_t)k, "%s %s: %.1f &rarr; %.1f tokens/s, %.2fx%s",
+                      i ? "." : ";", rows[i].type, rows[i].tps_1, rows[i].tps_n, rows[i].ratio, lat);
+    }
+    if (k >= 0 && (size_t)k < sizeof caption)
+        snprintf(caption + k, sizeof caption - (size_t)k, ". %s on %s, %s%s.", source, machine, date,
+                 measured ? "; on weights this small a step waits for arithmetic and bookkeeping, not for memory, "
+                            "so eight slots need not beat one (no <code>make bench</code> results in this build: "
+                            "<code>make bench-ab</code> measures it on a Qwen3-0.6B-sized model)"
+                          : "");
+    return draw(o, "ab", 2 * n, "output tokens per second with one slot and with several", caption);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 static int usage(FILE *f, int rc) {
     fprintf(f, "usage: book-figures --out DIR --build BUILD --model M --chapters LIST [--bench bench.json]\n"
+               "                    [--ab ab.json]\n"
                "Measures (or reads from make bench's JSON) and draws the book's figures with gnuplot:\n"
                "DIR/NAME.svg and DIR/NAME.md, the snippet each <!-- @figure NAME --> line of the book stands for.\n"
                "Run by `make book`.\n");
@@ -357,6 +739,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--build") == 0) o.build = v;
         else if (strcmp(a, "--model") == 0) o.model = v;
         else if (strcmp(a, "--bench") == 0) o.bench = v;
+        else if (strcmp(a, "--ab") == 0) o.ab = v;
         else if (strcmp(a, "--chapters") == 0) chapters = v;
         else return usage(stderr, 2);
     }
@@ -382,6 +765,8 @@ int main(int argc, char **argv) {
     int rc = fig_forward_ms(&o);
     rc |= fig_decode_tps(&o, bench, when);
     rc |= fig_kv_paged(&o, bench, when);
+    rc |= fig_batched_sweep(&o, bench, when);
+    rc |= fig_ab(&o, bench, when);
     json_free(bench);
     return rc ? 1 : 0;
 }
