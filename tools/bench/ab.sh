@@ -16,15 +16,17 @@ loadgen=${2:?}; model=${3:?}; out=${4:?}
 n=${5:-16}; c=${6:-8}; prompt=${7:-16}; output=${8:-64}; server_args=${9:-}
 type=$(basename "$model" .gguf); type=${type##*-}
 mkdir -p "$out" || exit 2
-port=$((20000 + $$ % 20000))
 
 run() { # run SLOTS: one server, one load; its JSON in $out/ab-SLOTS.json
+    # port 0: the system picks a free one, and the server's "listening" line says which
     # shellcheck disable=SC2086 # server_args: flags, split on purpose
-    "$server" "$model" --bind "127.0.0.1:$port" --max-concurrent "$1" --queue "$n" $server_args \
+    "$server" "$model" --bind "127.0.0.1:0" --max-concurrent "$1" --queue "$n" $server_args \
         >"$out/ab-server-$1.log" 2>&1 &
     pid=$!
     for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break
         grep -q listening "$out/ab-server-$1.log" && break; sleep 0.1; done
+    port=$(sed -n 's/.*listening on http:[/][/]127[.]0[.]0[.]1:\([0-9]*\).*/\1/p' "$out/ab-server-$1.log")
+    [ -n "$port" ] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 1; }
     "$loadgen" --url "http://127.0.0.1:$port" -n "$n" -c "$c" --prompt-tokens "$prompt" \
         --output-tokens "$output" --ignore-eos --json >"$out/ab-$1.json"
     rc=$?

@@ -273,8 +273,8 @@ static void print_tables(FILE *f, const Options *o, const Machine *m, const Type
     fprintf(f, "%s, %s, %ld cores; load average %.2f before and %.2f after%s\n", m->date, m->cpu, m->cores,
             m->load_before, m->load_after,
             m->load_before > 0.5 || m->load_after > m->cores + 0.5
-                ? ".\nOther programs were running: every figure is low, and the engine whose threads cope worse\n"
-                  "with sharing their cores loses more, so even the ratios are not those of a quiet machine."
+                ? ".\nThe load average says other programs may have been running (or had just run): if so, figures\n"
+                  "are low, and the engine whose threads cope worse with sharing cores loses more."
                 : ".");
     fprintf(f, "llama.cpp %s,\nCPU build (native, Release, its defaults otherwise). Qwen3-0.6B-shaped models made by\n"
                "mkmodel, the same files for both; %d threads on both sides; %d round%s, ours first, then\n"
