@@ -186,8 +186,15 @@ TEST(server_soak_many_clients_same_answers_flat_memory) {
     CHECK_EQ_INT(f, 0);
     CHECK_EQ_INT(x, 0);
     CHECK_MSG(d >= started, "only %d answers from %d clients", d, started);
-    /* flat: a leak of a few hundred bytes a request over thousands of them shows */
-    CHECK_MSG(warm > 0 && peak <= warm + 4096 + warm / 20, "resident memory grew from %ld kB to %ld kB", warm, peak);
+    /* flat: a leak of a few hundred bytes a request over thousands of them shows. Under a
+     * sanitizer resident memory means nothing (ASan keeps freed memory in quarantine, TSan
+     * grows its shadow): there LeakSanitizer's verdict at the server's exit, checked below by
+     * its exit status, stands in for it. */
+    if (test_sanitized())
+        fprintf(stderr, "    soak: sanitized build: leaks are LeakSanitizer's to find, not resident memory's\n");
+    else
+        CHECK_MSG(warm > 0 && peak <= warm + 4096 + warm / 20, "resident memory grew from %ld kB to %ld kB", warm,
+                  peak);
     /* and at the end: every block back in the pool (cached ones are free to take), every slot idle */
     CHECK_MSG(wait_pool_empty(s.port, 5000), "KV blocks still in use after the load");
     JsonValue *slots = get_json(s.port, "/v1/slots");
