@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -143,6 +144,33 @@ JsonValue *http_reply_json(const HttpReply *r) {
 
 #define MAX_FDS 4096
 static Buf leftover[MAX_FDS]; /* bytes read past the answer last taken from a connection */
+/* Client threads reuse each other's closed descriptors: the lock orders their
+ * use of one fd's leftover (the kernel orders it too, but no race detector sees that). */
+static pthread_mutex_t leftover_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Appends fd's leftover bytes to to (when to), then forgets them. */
+static void leftover_take(int fd, Buf *to) {
+    if (fd < 0 || fd >= MAX_FDS) return;
+    pthread_mutex_lock(&leftover_mu);
+    if (to) buf_append(to, leftover[fd].data, leftover[fd].len);
+    buf_free(&leftover[fd]);
+    pthread_mutex_unlock(&leftover_mu);
+}
+
+static void leftover_keep(int fd, const char *data, size_t n) {
+    if (fd < 0 || fd >= MAX_FDS) return;
+    pthread_mutex_lock(&leftover_mu);
+    buf_append(&leftover[fd], data, n);
+    pthread_mutex_unlock(&leftover_mu);
+}
+
+static bool leftover_any(int fd) {
+    if (fd < 0 || fd >= MAX_FDS) return false;
+    pthread_mutex_lock(&leftover_mu);
+    bool any = leftover[fd].len > 0;
+    pthread_mutex_unlock(&leftover_mu);
+    return any;
+}
 
 int client_connect(int port) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -152,7 +180,7 @@ int client_connect(int port) {
         if (fd >= 0) close(fd);
         return -1;
     }
-    if (fd < MAX_FDS) buf_free(&leftover[fd]);
+    leftover_take(fd, NULL);
     return fd;
 }
 
@@ -207,10 +235,7 @@ bool client_read_reply(int fd, HttpReply *r, int timeout_ms) {
     memset(r, 0, sizeof *r);
     Buf raw = {0};
     buf_append(&raw, "", 0);
-    if (fd >= 0 && fd < MAX_FDS) {
-        buf_append(&raw, leftover[fd].data, leftover[fd].len);
-        buf_free(&leftover[fd]);
-    }
+    leftover_take(fd, &raw);
     double deadline = time_now_ms() + timeout_ms;
     bool eof = false;
     size_t used;
@@ -224,14 +249,14 @@ bool client_read_reply(int fd, HttpReply *r, int timeout_ms) {
         if (n <= 0) eof = true;
         else buf_append(&raw, tmp, (size_t)n);
     }
-    if (used && used < raw.len && fd < MAX_FDS) buf_append(&leftover[fd], raw.data + used, raw.len - used);
+    if (used && used < raw.len) leftover_keep(fd, raw.data + used, raw.len - used);
     r->closed = eof;
     buf_free(&raw);
     return r->status != 0;
 }
 
 bool client_closed(int fd, int timeout_ms) {
-    if (fd >= 0 && fd < MAX_FDS && leftover[fd].len) return false;
+    if (leftover_any(fd)) return false;
     struct pollfd p = {.fd = fd, .events = POLLIN};
     char c;
     return poll(&p, 1, timeout_ms) > 0 && recv(fd, &c, 1, MSG_PEEK) <= 0;
