@@ -73,8 +73,13 @@
 #endif
 #define QCHUNK (32 * QB) /* elements per integer step; also 8 * QB == VF_N float lanes */
 /* Batch-1 decode streams every weight from memory once; hardware prefetchers
- * alone leave the core waiting, so the kernels ask for the bytes this far
- * ahead of the ones they read (found by measuring on the bench machine). */
+ * alone leave the core waiting (they stop at each 4 KiB page), so the kernels
+ * ask for bytes ahead of the ones they read. The float kernels ask for the
+ * tile FT_AHEAD tiles on, in address order, a share per step: one stream
+ * running ahead through contiguous memory, which is what memory serves
+ * fastest. The others ask for the bytes PREFETCH_BYTES on in each row.
+ * Both found by measuring on the bench machine. */
+#define FT_AHEAD 2
 #define PREFETCH_BYTES 4096
 /* From this many rows on, a quantized matmul decodes each weight once into a
  * buffer for all row tiles (K(qcols_tile)); found by measuring, like
@@ -126,9 +131,11 @@ static VF K(load_x_tail)(const float *x, int count) {
     return VF_LOAD(buf);
 }
 
-/* y[i0 + r, o0 + c] for r < R, c < C; R and C are constants where it is inlined. */
+/* y[i0 + r, o0 + c] for r < R, c < C; R and C are constants where it is inlined.
+ * The first row tile also asks for lines [0, lines) from ahead, spread evenly
+ * over its steps. */
 INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tensor *w, int64_t in, int64_t out,
-                     int i0, int o0) {
+                     int i0, int o0, const char *ahead, size_t lines) {
     VF acc[FT_R][FT_C];
     const void *wr[FT_C];
     const float *xr[FT_R];
@@ -138,14 +145,11 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
         UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
     }
     int64_t k = 0;
-    const size_t es = t == DT_F32 ? 4 : 2; /* bytes per weight */
+    size_t steps = (size_t)(in / VF_N), per = i0 == 0 && steps ? (lines + steps - 1) / steps : 0, line = 0;
     for (; k + VF_N <= in; k += VF_N) {
         VF wv[FT_C];
-        UNROLL for (int c = 0; c < C; c++) {
-            if (i0 == 0) /* the first row tile streams the weights from memory: ask ahead (see PREFETCH_BYTES) */
-                _mm_prefetch((const char *)wr[c] + (size_t)k * es + PREFETCH_BYTES, _MM_HINT_T0);
-            wv[c] = K(load_w)(t, wr[c], k);
-        }
+        for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+        UNROLL for (int c = 0; c < C; c++) wv[c] = K(load_w)(t, wr[c], k);
         UNROLL for (int r = 0; r < R; r++) {
             VF xv = VF_LOAD(xr[r] + k);
             UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_FMA(wv[c], xv, acc[r][c]);
@@ -163,26 +167,31 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
 }
 
 /* Every row tile against outputs [o0, o0 + C), C == FT_C or 1. */
-INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0) {
+/* Every row tile against outputs [o0, o0 + C), C == FT_C or 1, asking for
+ * the rows FT_AHEAD tiles on (up to c1: the rest is another thread's). */
+INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0, int c1) {
     int64_t in = w->ne[0], out = w->ne[1];
+    int next = o0 + FT_AHEAD * C, next_end = next + C < c1 ? next + C : c1;
+    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
+    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0;
     int i = 0;
-    for (; i + FT_R <= n; i += FT_R) K(ftile)(t, FT_R, C, y, x, w, in, out, i, o0);
+    for (; i + FT_R <= n; i += FT_R) K(ftile)(t, FT_R, C, y, x, w, in, out, i, o0, ahead, lines);
     switch (n - i) { /* the remaining rows, each count its own unrolled copy */
 #if FT_R > 3
-    case 3: K(ftile)(t, 3, C, y, x, w, in, out, i, o0); break;
+    case 3: K(ftile)(t, 3, C, y, x, w, in, out, i, o0, ahead, lines); break;
 #endif
 #if FT_R > 2
-    case 2: K(ftile)(t, 2, C, y, x, w, in, out, i, o0); break;
+    case 2: K(ftile)(t, 2, C, y, x, w, in, out, i, o0, ahead, lines); break;
 #endif
-    case 1: K(ftile)(t, 1, C, y, x, w, in, out, i, o0); break;
+    case 1: K(ftile)(t, 1, C, y, x, w, in, out, i, o0, ahead, lines); break;
     default: break;
     }
 }
 
 INLINE void K(fcols)(DType t, float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
     int o = c0;
-    for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o);
-    for (; o < c1; o++) K(fcols_tile)(t, 1, y, x, w, n, o);
+    for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o, c1);
+    for (; o < c1; o++) K(fcols_tile)(t, 1, y, x, w, n, o, c1);
 }
 
 static void K(fcols_f32)(float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
@@ -1096,6 +1105,7 @@ static const SimdKernels K(kernels) = {
 #undef PC_BLOCKS
 #undef PC_VECS
 #undef PREFETCH_BYTES
+#undef FT_AHEAD
 #undef QPRE_ROWS
 #undef SIGNED_Q8_0
 #undef INLINE
