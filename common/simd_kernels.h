@@ -74,16 +74,14 @@
 #define QCHUNK (32 * QB) /* elements per integer step; also 8 * QB == VF_N float lanes */
 /* Batch-1 decode streams every weight from memory once; hardware prefetchers
  * alone leave the core waiting (they stop at each 4 KiB page), so the kernels
- * ask for bytes ahead of the ones they read. The float kernels ask for the
- * tile FT_AHEAD tiles on, in address order, a share per step: one stream
- * running ahead through contiguous memory, which is what memory serves
- * fastest. The others ask for the bytes PREFETCH_BYTES on in each row.
- * Both found by measuring on the bench machine. */
-#define FT_AHEAD 2
-#define PREFETCH_BYTES 4096
+ * ask for bytes ahead of the ones they read: the tile TILES_AHEAD tiles on,
+ * in address order, a share per step. One stream running ahead through
+ * contiguous memory is what memory serves fastest (found by measuring on the
+ * bench machine: 1.2-1.7x faster than asking 4 KiB ahead in each row). */
+#define TILES_AHEAD 2
 /* From this many rows on, a quantized matmul decodes each weight once into a
  * buffer for all row tiles (K(qcols_tile)); found by measuring, like
- * PREFETCH_BYTES. The backend tests' batches of 1 to 16 rows run both ways. */
+ * TILES_AHEAD. The backend tests' batches of 1 to 16 rows run both ways. */
 #define QPRE_ROWS 16
 
 #define INLINE static inline __attribute__((always_inline))
@@ -168,10 +166,10 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
 
 /* Every row tile against outputs [o0, o0 + C), C == FT_C or 1. */
 /* Every row tile against outputs [o0, o0 + C), C == FT_C or 1, asking for
- * the rows FT_AHEAD tiles on (up to c1: the rest is another thread's). */
+ * the rows TILES_AHEAD tiles on (up to c1: the rest is another thread's). */
 INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0, int c1) {
     int64_t in = w->ne[0], out = w->ne[1];
-    int next = o0 + FT_AHEAD * C, next_end = next + C < c1 ? next + C : c1;
+    int next = o0 + TILES_AHEAD * C, next_end = next + C < c1 ? next + C : c1;
     const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
     size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0;
     int i = 0;
@@ -646,24 +644,25 @@ INLINE VF K(qstep)(DType t, const K(WChunk) *w, VI xq, VI xc, VF xs, const float
 }
 
 /* y[i0 + r, o0 + c] for r < R, c < C. The weights' chunks come from pre
- * (decoded once for all row tiles, see K(qcols_tile)) or are decoded here. */
+ * (decoded once for all row tiles, see K(qcols_tile)) or are decoded here,
+ * and then the first row tile asks for lines [0, lines) from ahead, spread
+ * evenly over its chunks. */
 INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
-                     const K(WChunk) *pre) {
+                     const K(WChunk) *pre, const char *ahead, size_t lines) {
     int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
     int64_t out = w->ne[1];
     VF acc[QT_R][QT_C];
     const uint8_t *wr[QT_C];
     UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
-    size_t chunk_bytes = w->row_bytes / (size_t)nch; /* about: for prefetching only */
+    size_t per = !pre && i0 == 0 ? (lines + (size_t)nch - 1) / (size_t)nch : 0, line = 0;
     for (int ch = 0; ch < nch; ch++) {
         K(WChunk) wc[QT_C];
+        for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
         UNROLL for (int c = 0; c < C; c++) {
             if (pre) {
                 wc[c] = pre[(size_t)c * nch + ch];
             } else {
-                /* ask for the bytes a few chunks ahead now: memory is slow to answer */
-                _mm_prefetch((const char *)wr[c] + (size_t)ch * chunk_bytes + PREFETCH_BYTES, _MM_HINT_T0);
                 K(decode)(t, wr[c], ch, nb, &wc[c]);
             }
         }
@@ -683,9 +682,13 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
  * row tile reads them from there (prefill: each weight byte decoded once per
  * call); with fewer (a batch of decode steps) each row tile decodes them
  * again, from the cache, which costs less than storing and reloading them.
- * The values and the arithmetic are the same either way. */
-INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Tensor *w, int o0, K(WChunk) *pre) {
+ * The values and the arithmetic are the same either way. Decoding on the
+ * way, it asks for the rows TILES_AHEAD tiles on (up to c1). */
+INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Tensor *w, int o0, int c1, K(WChunk) *pre) {
     int i = 0, n = a->n;
+    int next = o0 + TILES_AHEAD * C, next_end = next + C < c1 ? next + C : c1;
+    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
+    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0;
     if (n >= QPRE_ROWS) {
         int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
         for (int c = 0; c < C; c++)
@@ -693,15 +696,15 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
     } else {
         pre = NULL;
     }
-    for (; i + QT_R <= n; i += QT_R) K(qtile)(t, QT_R, C, y, a, w, i, o0, pre);
+    for (; i + QT_R <= n; i += QT_R) K(qtile)(t, QT_R, C, y, a, w, i, o0, pre, ahead, lines);
     switch (n - i) {
 #if QT_R > 3
-    case 3: K(qtile)(t, 3, C, y, a, w, i, o0, pre); break;
+    case 3: K(qtile)(t, 3, C, y, a, w, i, o0, pre, ahead, lines); break;
 #endif
 #if QT_R > 2
-    case 2: K(qtile)(t, 2, C, y, a, w, i, o0, pre); break;
+    case 2: K(qtile)(t, 2, C, y, a, w, i, o0, pre, ahead, lines); break;
 #endif
-    case 1: K(qtile)(t, 1, C, y, a, w, i, o0, pre); break;
+    case 1: K(qtile)(t, 1, C, y, a, w, i, o0, pre, ahead, lines); break;
     default: break;
     }
 }
@@ -717,8 +720,8 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         }
     }
     int o = c0;
-    for (; o + QT_C <= c1; o += QT_C) K(qcols_tile)(t, QT_C, y, a, w, o, pre);
-    for (; o < c1; o++) K(qcols_tile)(t, 1, y, a, w, o, pre);
+    for (; o + QT_C <= c1; o += QT_C) K(qcols_tile)(t, QT_C, y, a, w, o, c1, pre);
+    for (; o < c1; o++) K(qcols_tile)(t, 1, y, a, w, o, c1, pre);
     free(pre);
 }
 
@@ -1104,8 +1107,7 @@ static const SimdKernels K(kernels) = {
 #undef PC_R
 #undef PC_BLOCKS
 #undef PC_VECS
-#undef PREFETCH_BYTES
-#undef FT_AHEAD
+#undef TILES_AHEAD
 #undef QPRE_ROWS
 #undef SIGNED_Q8_0
 #undef INLINE
