@@ -841,6 +841,17 @@ INLINE __m256i K(halves16)(const uint8_t *const *blk, int at) {
 /* Blocks [b0, b1) of outputs [o0, o0 + cols), cols <= PC_N, packed: per
  * block PC_VECS vectors (see above). Lanes past cols repeat the last output;
  * K(ptile) does not store them. */
+/* One block of 16 outputs, the first's at bb, output j's off[j] from it. */
+INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m512i *dst) {
+    const uint8_t *blk[PC_N];
+    UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
+    if (t == DT_Q8_0) K(pack_q8)(blk, dst);
+    else K(pack_q4)(blk, K(q32_codes)(t), dst);
+    dst[8] = _mm512_castps_si512(_mm512_cvtph_ps(K(halves16)(blk, 0)));
+    if (t == DT_Q4_1) /* +m is stored; the lanes take off -m (see K(has_min)) */
+        dst[9] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(K(halves16)(blk, 2))));
+}
+
 INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m512i *dst) {
     const size_t bytes = K(q32_bytes)(t);
     /* The next tile's rows are one contiguous run of memory: ask for it in
@@ -853,53 +864,71 @@ INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, 
     size_t off[PC_N];
     for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
     for (int b = b0; b < b1; b++, dst += PC_VECS) {
-        const uint8_t *bb = base + (size_t)b * bytes, *blk[PC_N];
-        UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
         for (size_t l = (size_t)b * per; ahead && l < (size_t)(b + 1) * per && l < lines; l++)
             _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
-        if (t == DT_Q8_0) K(pack_q8)(blk, dst);
-        else K(pack_q4)(blk, K(q32_codes)(t), dst);
-        dst[8] = _mm512_castps_si512(_mm512_cvtph_ps(K(halves16)(blk, 0)));
-        if (t == DT_Q4_1) /* +m is stored; the lanes take off -m (see K(has_min)) */
-            dst[9] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(K(halves16)(blk, 2))));
+        K(pack_block)(t, base + (size_t)b * bytes, off, dst);
     }
 }
 
 /* Rows i0 .. i0 + R of the packed blocks [b0, b1): acc[r] is y[i0 + r, o0 ..
  * o0 + 16), kept in y between calls (zero before the first). */
+/* Block b of packed p (PC_VECS vectors) into acc[r], rows i0 .. i0 + R. */
+INLINE void K(pdot)(DType t, int R, __m512 *acc, const SimdActs *a, const __m512i *p, int b, int i0) {
+    /* Few rows: two chains of dot products (even and odd g), so that each
+     * waits on half as many; integer sums are exact, so the split cannot
+     * change a result. */
+    __m512i lanes[PC_R], odd[PC_R];
+    const bool split = R <= 2;
+    UNROLL for (int r = 0; r < R; r++) {
+        lanes[r] = _mm512_set1_epi32(a->c[(size_t)(i0 + r) * a->s_stride + 8 * (size_t)b]);
+        odd[r] = _mm512_setzero_si512();
+    }
+    UNROLL for (int g = 0; g < 8; g++) {
+        __m512i wv = p[g];
+        UNROLL for (int r = 0; r < R; r++) {
+            int32_t xv;
+            memcpy(&xv, a->q + (size_t)(i0 + r) * a->q_stride + 32 * (size_t)b + 4 * g, 4);
+            if (split && (g & 1)) odd[r] = _mm512_dpbusd_epi32(odd[r], wv, _mm512_set1_epi32(xv));
+            else lanes[r] = _mm512_dpbusd_epi32(lanes[r], wv, _mm512_set1_epi32(xv));
+        }
+    }
+    if (split) UNROLL for (int r = 0; r < R; r++) lanes[r] = _mm512_add_epi32(lanes[r], odd[r]);
+    __m512 sc = _mm512_castsi512_ps(p[8]);
+    UNROLL for (int r = 0; r < R; r++) {
+        size_t si = (size_t)(i0 + r) * a->s_stride + 8 * (size_t)b;
+        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(a->s[si])), _mm512_cvtepi32_ps(lanes[r]), acc[r]);
+        if (K(has_min)(t)) acc[r] = _mm512_fnmadd_ps(_mm512_castsi512_ps(p[9]), _mm512_set1_ps(a->m[si]), acc[r]);
+    }
+}
+
 INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m512i *p, int b0, int b1, int64_t out,
                      int i0, __mmask16 mask, bool first) {
     __m512 acc[PC_R];
     UNROLL for (int r = 0; r < R; r++)
         acc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + (size_t)(i0 + r) * out);
-    for (int b = b0; b < b1; b++, p += PC_VECS) {
-        /* Few rows: two chains of dot products (even and odd g), so that each
-         * waits on half as many; integer sums are exact, so the split cannot
-         * change a result. */
-        __m512i lanes[PC_R], odd[PC_R];
-        const bool split = R <= 2;
-        UNROLL for (int r = 0; r < R; r++) {
-            lanes[r] = _mm512_set1_epi32(a->c[(size_t)(i0 + r) * a->s_stride + 8 * (size_t)b]);
-            odd[r] = _mm512_setzero_si512();
-        }
-        UNROLL for (int g = 0; g < 8; g++) {
-            __m512i wv = _mm512_load_si512(p + g);
-            UNROLL for (int r = 0; r < R; r++) {
-                int32_t xv;
-                memcpy(&xv, a->q + (size_t)(i0 + r) * a->q_stride + 32 * (size_t)b + 4 * g, 4);
-                if (split && (g & 1)) odd[r] = _mm512_dpbusd_epi32(odd[r], wv, _mm512_set1_epi32(xv));
-                else lanes[r] = _mm512_dpbusd_epi32(lanes[r], wv, _mm512_set1_epi32(xv));
-            }
-        }
-        if (split) UNROLL for (int r = 0; r < R; r++) lanes[r] = _mm512_add_epi32(lanes[r], odd[r]);
-        __m512 sc = _mm512_load_ps((const float *)(p + 8));
-        UNROLL for (int r = 0; r < R; r++) {
-            size_t si = (size_t)(i0 + r) * a->s_stride + 8 * (size_t)b;
-            acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(sc, _mm512_set1_ps(a->s[si])), _mm512_cvtepi32_ps(lanes[r]), acc[r]);
-            if (K(has_min)(t)) acc[r] = _mm512_fnmadd_ps(_mm512_load_ps((const float *)(p + 9)), _mm512_set1_ps(a->m[si]), acc[r]);
-        }
-    }
+    for (int b = b0; b < b1; b++, p += PC_VECS) K(pdot)(t, R, acc, a, p, b, i0);
     UNROLL for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + (size_t)(i0 + r) * out, mask, acc[r]);
+}
+
+/* A batch of one row: each block packed into registers and used at once, the
+ * same arithmetic as K(ptile) without the round trip through memory. */
+INLINE void K(prow)(DType t, float *y, const SimdActs *a, const Tensor *w, int o0, int cols) {
+    const size_t bytes = K(q32_bytes)(t);
+    int nb = (int)(w->ne[0] / 32), next = o0 + PC_N, next_end = next + PC_N < w->ne[1] ? next + PC_N : (int)w->ne[1];
+    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0, per = (lines + nb - 1) / nb;
+    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
+    const uint8_t *base = tensor_row(w, o0);
+    size_t off[PC_N];
+    for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
+    __m512 acc[1] = {_mm512_setzero_ps()};
+    for (int b = 0; b < nb; b++) {
+        for (size_t l = (size_t)b * per; ahead && l < (size_t)(b + 1) * per && l < lines; l++)
+            _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+        __m512i p[PC_VECS];
+        K(pack_block)(t, base + (size_t)b * bytes, off, p);
+        K(pdot)(t, 1, acc, a, p, b, 0);
+    }
+    _mm512_mask_storeu_ps(y + o0, (__mmask16)((1u << cols) - 1), acc[0]);
 }
 
 /* Outputs [c0, c1) for every row: per tile of 16 outputs, per run of
@@ -914,6 +943,10 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
     }
     for (int o = c0; o < c1; o += PC_N) {
         int cols = c1 - o < PC_N ? c1 - o : PC_N;
+        if (n == 1) {
+            K(prow)(t, y, a, w, o, cols);
+            continue;
+        }
         __mmask16 mask = (__mmask16)((1u << cols) - 1);
         for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
             int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
