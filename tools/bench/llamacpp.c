@@ -2,7 +2,7 @@
  * the same model files and machine, in one run (`make bench-llamacpp`).
  *
  *   bench-llamacpp --llamacpp BINDIR --pp-tg PATH --batched PATH --membw PATH
- *                  [--models DIR] [--out DIR] [--types "f32 f16 q8_0 q4_0"] [--rounds 2]
+ *                  [--models DIR] [--out DIR] [--types "f32 f16 bf16 q8_0 q4_0"] [--rounds 2]
  *                  [--reps 2] [--threads 2] [--pp 128] [--tg 64] [--batches "1 2 4 8"]
  *                  [--batch-prompt 128] [--batch-steps 64] [--source NOTE]
  *
@@ -75,7 +75,7 @@ static int usage(FILE *f, int rc) {
 static int parse(Options *o, int argc, char **argv) {
     *o = (Options){.models = "build/bench/models", .out = "build/bench", .source = "", .rounds = 2, .reps = 2,
                    .threads = 2, .pp = 128, .tg = 64, .batch_prompt = 128, .batch_steps = 64};
-    o->n_types = bench_split("f32 f16 q8_0 q4_0", o->types, MAX_LIST);
+    o->n_types = bench_split("f32 f16 bf16 q8_0 q4_0", o->types, MAX_LIST);
     const char *batches = "1 2 4 8";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
