@@ -36,6 +36,20 @@ fi
 tag=$(sed -n 's/.*"tag": *"\([^"]*\)".*/\1/p' "$info" 2>/dev/null)
 echo "${tag:-?} (npm $pkg, llama/gitRelease.bundle, commit $(git -C src rev-parse --short HEAD))" > source.txt
 
+# A build directory moved from elsewhere (a copied checkout) still names its
+# old path, and cmake refuses it: keep its benchmarks if both are there (they
+# are static), else start the build over here.
+made_in=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' cmake/CMakeCache.txt 2>/dev/null)
+moved=
+if [ -n "$made_in" ] && [ "$made_in" != "$(pwd)/cmake" ]; then
+    if [ -x cmake/bin/llama-bench ] && [ -x cmake/bin/llama-batched-bench ]; then
+        moved=1
+    else
+        say "$dir/cmake was configured in $made_in: configuring again here"
+        rm -rf cmake
+    fi
+fi
+
 if [ ! -f cmake/CMakeCache.txt ]; then
     say "configuring llama.cpp $(cat source.txt) in $dir/cmake"
     cmake -S src -B cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
@@ -46,5 +60,9 @@ fi
 if [ ! -x cmake/bin/llama-bench ] || [ ! -x cmake/bin/llama-batched-bench ]; then
     say "building llama-bench and llama-batched-bench (minutes on 2 cores; log in $dir/build.log)"
 fi
-cmake --build cmake --config Release -j2 --target llama-bench llama-batched-bench >build.log 2>&1 ||
-    { tail -n 20 build.log >&2; fail "building llama.cpp failed (all of it in $dir/build.log)"; }
+if [ -n "$moved" ]; then
+    say "$dir/cmake was configured in $made_in: using its llama-bench and llama-batched-bench as they are"
+else
+    cmake --build cmake --config Release -j2 --target llama-bench llama-batched-bench >build.log 2>&1 ||
+        { tail -n 20 build.log >&2; fail "building llama.cpp failed (all of it in $dir/build.log)"; }
+fi
