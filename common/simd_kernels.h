@@ -165,7 +165,7 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
 }
 
 /* Every row tile against outputs [o0, o0 + C), C == FT_C or 1. */
-/* Every row tile against outputs [o0, o0 + C), C == FT_C or 1, asking for
+/* Every row tile against outputs [o0, o0 + C), C <= FT_C, asking for
  * the rows TILES_AHEAD tiles on (up to c1: the rest is another thread's). */
 INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0, int c1) {
     int64_t in = w->ne[0], out = w->ne[1];
@@ -186,9 +186,15 @@ INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor
     }
 }
 
+/* With one activation row nothing is shared between a tile's outputs but
+ * the activation loads, and fewer rows side by side stream faster from
+ * memory: pairs, whose two chains of FMAs still hide each other's latency. */
 INLINE void K(fcols)(DType t, float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
     int o = c0;
-    for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o, c1);
+    if (n == 1)
+        for (; o + 2 <= c1; o += 2) K(fcols_tile)(t, 2, y, x, w, n, o, c1);
+    else
+        for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o, c1);
     for (; o < c1; o++) K(fcols_tile)(t, 1, y, x, w, n, o, c1);
 }
 
