@@ -60,6 +60,12 @@ static bool cpu_has_f16c(void) {
     unsigned a, b, c, d;
     return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
+
+/* CPUID leaf 7 subleaf 1, EAX bit 5: AVX512-BF16 (asked directly, as above). */
+static bool cpu_has_avx512bf16(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
+}
 #endif
 
 const SimdKernels *simd_kernels_isa(const char *isa) {
@@ -69,6 +75,7 @@ const SimdKernels *simd_kernels_isa(const char *isa) {
     bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                   __builtin_cpu_supports("avx512vnni");
+    if (strcmp(isa, "avx512bf16") == 0 && avx512 && cpu_has_avx512bf16()) return &k512_kernels_bf16;
     if (strcmp(isa, "avx512") == 0 && avx512) return &k512_kernels;
     if (strcmp(isa, "avx2") == 0 && avx2) return &k256_kernels;
 #else
@@ -80,7 +87,8 @@ const SimdKernels *simd_kernels_isa(const char *isa) {
 const SimdKernels *simd_kernels(void) {
     const char *want = getenv("SIMD_ISA");
     if (want && *want) return simd_kernels_isa(want);
-    const SimdKernels *k = simd_kernels_isa("avx512");
+    const SimdKernels *k = simd_kernels_isa("avx512bf16");
+    if (!k) k = simd_kernels_isa("avx512");
     return k ? k : simd_kernels_isa("avx2");
 }
 
@@ -92,6 +100,10 @@ bool simd_quantized(DType t) {
     default:
         return false;
     }
+}
+
+bool simd_prepared(const SimdKernels *k, DType t) {
+    return k && (simd_quantized(t) || (k->bf16_pairs && t == DT_BF16));
 }
 
 int simd_tile_cols(const SimdKernels *k, DType t) {
@@ -109,7 +121,18 @@ void simd_acts_init(SimdActs *a, SimdScratch *sc, const SimdKernels *k, const fl
     a->n = n;
     a->in = in;
     a->type = t;
-    if (!k || !simd_quantized(t)) return;
+    if (!simd_prepared(k, t)) return;
+    if (!simd_quantized(t)) { /* BF16 rows, zero-padded to whole steps of 32 */
+        a->q_stride = round_up(round_up((size_t)in, 32) * sizeof(uint16_t), 64);
+        size_t need = a->q_stride * (size_t)n;
+        if (sc->cap < need) {
+            free(sc->data);
+            sc->data = xmalloc(need);
+            sc->cap = need;
+        }
+        a->q = sc->data;
+        return;
+    }
     size_t blocks = round_up((size_t)(in / 32), (size_t)k->qblocks);
     a->q_stride = round_up(blocks * 32, 64);
     a->s_stride = round_up(blocks * 8, 16);

@@ -5,8 +5,9 @@
  * A matmul runs in two steps:
  *   1. prepare: for quantized weights (every type but F32, F16, BF16), each activation
  *      row is quantized to 8-bit blocks of 32, as llama.cpp does, so that the
- *      dot products run on integers. A row's quantization depends on that row
- *      only, so it is the same whatever the batch or the thread that does it.
+ *      dot products run on integers; for BF16 weights on a CPU with
+ *      AVX512-BF16, each row is rounded to BF16. A row's preparation depends on
+ *      that row only, so it is the same whatever the batch or the thread.
  *   2. columns: y[i, o] for every row i and a range of outputs o, each y[i, o]
  *      one dot product with its own accumulator, in one fixed order. */
 #ifndef BACKEND_SIMD_H
@@ -22,7 +23,8 @@ typedef struct {
     int n;
     int64_t in;
     DType type;       /* the weight type they were prepared for */
-    /* For quantized weight types, row i in blocks of 32 (padded to whole chunks):
+    /* For BF16 weights on a bf16_pairs build: row i as BF16 at q + i*q_stride.
+     * For quantized weight types, row i in blocks of 32 (padded to whole chunks):
      * q + i*q_stride: 8-bit values; c, s, m + i*s_stride: 8 lanes per block of
      * an integer correction, the block scale, sums times scale (simd_kernels.h). */
     int8_t *q;
@@ -33,7 +35,8 @@ typedef struct {
 
 /* One instruction-set build of the kernels. */
 typedef struct {
-    const char *isa;  /* "avx512", "avx2" */
+    const char *isa;  /* "avx512bf16", "avx512", "avx2" */
+    bool bf16_pairs;  /* BF16 weights: activations rounded to BF16, pairs by vdpbf16ps */
     int qblocks;      /* 32-blocks per integer vector: quantized rows are padded to it */
     int ftile_cols;   /* outputs per tile, float and quantized weights: thread */
     int qtile_cols;   /* ranges are cut at multiples of it */
@@ -46,14 +49,18 @@ typedef struct {
                             int head_begin, int head_end);
 } SimdKernels;
 
-/* The best build this CPU runs (AVX-512 over AVX2), or NULL when none does:
- * then the simd and parallel backends use the scalar kernels. SIMD_ISA=avx2
- * in the environment picks AVX2 on an AVX-512 machine (to test the fallback). */
+/* The best build this CPU runs (AVX-512 with BF16 over AVX-512 over AVX2),
+ * or NULL when none does: then the simd and parallel backends use the scalar
+ * kernels. SIMD_ISA=avx512 or avx2 in the environment picks an older build
+ * on a newer machine (to test the fallbacks). */
 const SimdKernels *simd_kernels(void);
-/* The build named isa ("avx512", "avx2") if this CPU runs it, else NULL. */
+/* The build named isa ("avx512bf16", "avx512", "avx2") if this CPU runs it, else NULL. */
 const SimdKernels *simd_kernels_isa(const char *isa);
 /* True for the weight types whose activations are quantized first. */
 bool simd_quantized(DType t);
+/* True when k prepares activations for weights of type t (quantized, or
+ * rounded to BF16 by a bf16_pairs build). */
+bool simd_prepared(const SimdKernels *k, DType t);
 /* Output columns per tile of k for weights of type t (1 without kernels). */
 int simd_tile_cols(const SimdKernels *k, DType t);
 

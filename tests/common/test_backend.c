@@ -64,14 +64,20 @@ static void free_weight(Weight *w) {
 /* The kernel builds to test: each simd build the CPU runs, then none (scalar). */
 static int kernel_builds(const SimdKernels **ks) {
     int n = 0;
-    const char *isas[] = {"avx512", "avx2"};
-    for (int i = 0; i < 2; i++)
+    const char *isas[] = {"avx512bf16", "avx512", "avx2"};
+    for (int i = 0; i < 3; i++)
         if (simd_kernels_isa(isas[i])) ks[n++] = simd_kernels_isa(isas[i]);
     ks[n++] = NULL;
     return n;
 }
 
 static const char *build_name(const SimdKernels *k) { return k ? k->isa : "scalar-fallback"; }
+
+/* A case's tolerance for build k: BF16 activations (a bf16_pairs build) are
+ * rounded to 8 bits of mantissa, as close as the quantized types' 8-bit ones. */
+static double case_tol(const SimdKernels *k, DType type, double tol) {
+    return k && k->bf16_pairs && type == DT_BF16 ? 5e-3 : tol;
+}
 
 /* Pools keep all their threads at work even on a busy machine (see threadpool.h). */
 __attribute__((constructor)) static void pools_never_solo(void) { setenv("POOL_SOLO", "0", 1); }
@@ -116,7 +122,7 @@ static void check_batch_invariance(Backend *be, const Weight *w, const float *x,
 }
 
 TEST(backend_matmul_batch_invariant) {
-    const SimdKernels *ks[3];
+    const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
     for (int c = 0; c < N_TYPES; c++) {
         const TypeCase *tc = &TYPES[c];
@@ -139,7 +145,7 @@ TEST(backend_matmul_batch_invariant) {
  * each row the bits of a one-row call on the simd backend (the same kernels,
  * columns split among threads); the matrix is large enough to be split. */
 TEST(backend_matmul_threads_invariant) {
-    const SimdKernels *ks[3];
+    const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
     int out = 301;
     for (int k = 0; k < nk; k++) {
@@ -179,7 +185,7 @@ TEST(backend_matmul_long_rows_and_big_batches) {
         {DT_Q4_0, 1056, 5e-3}, {DT_Q4_1, 1056, 5e-3}, {DT_Q4_K, 1280, 5e-3}, {DT_Q6_K, 1280, 5e-3},
     };
     const int sizes[] = {1, 2, 3, 5, 8, 17, 40}, big = 40, out = 53;
-    const SimdKernels *ks[3];
+    const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
     for (int c = 0; c < (int)(sizeof LONG / sizeof LONG[0]); c++) {
@@ -206,8 +212,9 @@ TEST(backend_matmul_long_rows_and_big_batches) {
                     double e = fabs((double)y[i * out + o] - ref[i * out + o]) / mag;
                     if (e > worst) worst = e;
                 }
-            CHECK_MSG(worst <= tc->tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
-                      dtype_name(tc->type), in, worst, tc->tol);
+            double tol = case_tol(ks[k], tc->type, tc->tol);
+            CHECK_MSG(worst <= tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
+                      dtype_name(tc->type), in, worst, tol);
             backend_free(simd);
             backend_free(par);
         }
@@ -223,7 +230,7 @@ TEST(backend_matmul_long_rows_and_big_batches) {
 /* simd against the scalar reference: per element, relative to sum |w x|
  * (float types: rounding only; quantized types: the 8-bit activations). */
 TEST(backend_matmul_close_to_scalar) {
-    const SimdKernels *ks[3];
+    const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
     int n = 5;
@@ -246,8 +253,9 @@ TEST(backend_matmul_close_to_scalar) {
                     double e = fabs((double)y[i * OUT + o] - ref[i * OUT + o]) / mag;
                     if (e > worst) worst = e;
                 }
-            CHECK_MSG(worst <= tc->tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
-                      dtype_name(tc->type), in, worst, tc->tol);
+            double tol = case_tol(ks[k], tc->type, tc->tol);
+            CHECK_MSG(worst <= tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
+                      dtype_name(tc->type), in, worst, tol);
             backend_free(be);
         }
         free(x);
@@ -263,7 +271,7 @@ TEST(backend_matmul_close_to_scalar) {
  * and parallel by the 8-bit activations too (BACKEND_VERBOSE=1 prints the
  * worst error of each). */
 TEST(backend_matmul_close_to_float64) {
-    const SimdKernels *ks[3];
+    const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
     int n = 3;
     for (int c = 0; c < N_TYPES; c++) {
@@ -274,7 +282,7 @@ TEST(backend_matmul_close_to_float64) {
         fill(x, (size_t)n * in, 400 + (uint32_t)c);
         for (int k = -1; k < nk; k++) { /* -1: the scalar backend */
             Backend *be = k < 0 ? backend_scalar_create() : backend_simd_create(ks[k]);
-            double tol = k < 0 ? 1e-5 : tc->tol;
+            double tol = k < 0 ? 1e-5 : case_tol(ks[k], tc->type, tc->tol);
             matmul(be, y, x, &w.t, n);
             double worst = 0;
             for (int i = 0; i < n; i++)
@@ -332,7 +340,7 @@ static int cut_spans(const float *k, const float *v, int n, int kv_dim, const in
 }
 
 TEST(backend_attention_spans_and_threads_invariant) {
-    const SimdKernels *ks[3];
+    const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
     static const int cuts[][4] = {{16, 16, 16, 16}, {1, 2, 3, 4}, {5, 0, 0, 0}, {3, 29, 1, 7}};
