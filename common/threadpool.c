@@ -10,9 +10,9 @@
  * closed: a late worker never touches a finished job.
  *
  * On a busy machine the OS may put a worker aside in the middle of a chunk,
- * and the caller then waits milliseconds for work of microseconds. When a
- * wait is out of all proportion to the job, the pool runs the next jobs on
- * the calling thread alone (POOL_SOLO_JOBS of them), then tries again: the
+ * and the caller then waits milliseconds for work of microseconds. When
+ * waits out of all proportion to the job come again and again, the pool runs
+ * the next jobs on the calling thread alone (POOL_SOLO_JOBS of them), then tries again: the
  * results are the same either way, only the speed changes.
  *
  * Workers learn of a new job from `generation`: they spin on it for a while,
@@ -37,7 +37,12 @@
 #define POOL_SPINS 20000
 /* A wait longer than this plus twice the caller's own share of the job... */
 #define POOL_STALL_MS 0.2
-/* ...makes the pool run this many jobs on the caller alone (a few tokens). */
+/* ...and this many such stalls among the last POOL_STALL_WINDOW jobs (one
+ * alone is the hypervisor or a daemon taking a core for a moment, and going
+ * solo for it cost a quiet virtual machine 8-18 % of its decode speed)... */
+#define POOL_STALLS 3
+#define POOL_STALL_WINDOW 256
+/* ...make the pool run this many jobs on the caller alone (a few tokens). */
 #define POOL_SOLO_JOBS 1000
 
 struct Pool {
@@ -53,6 +58,7 @@ struct Pool {
     atomic_int sleepers;
     atomic_bool quit;
     int solo;            /* jobs left to run on the caller alone */
+    int stalls, window;  /* stalls among the jobs of the current window, and those jobs */
     bool adaptive;       /* falls back to solo after a stall (POOL_SOLO=0 in the environment: never) */
     pthread_mutex_t mu;
     pthread_cond_t wake;
@@ -140,6 +146,7 @@ void pool_run(Pool *p, PoolFn fn, void *arg, int n_chunks) {
         for (int i = 0; i < n_chunks; i++) fn(arg, i);
         return;
     }
+    if (++p->window >= POOL_STALL_WINDOW) p->window = p->stalls = 0;
     p->fn = fn;
     p->arg = arg;
     p->n_chunks = n_chunks;
@@ -161,7 +168,10 @@ void pool_run(Pool *p, PoolFn fn, void *arg, int n_chunks) {
         if (i % 256 == 255) sched_yield();
         else cpu_relax();
     }
-    if (p->adaptive && time_now_ms() - t1 > POOL_STALL_MS + 2 * (t1 - t0)) p->solo = POOL_SOLO_JOBS;
+    if (p->adaptive && time_now_ms() - t1 > POOL_STALL_MS + 2 * (t1 - t0) && ++p->stalls >= POOL_STALLS) {
+        p->solo = POOL_SOLO_JOBS;
+        p->stalls = 0;
+    }
 }
 
 void pool_free(Pool *p) {

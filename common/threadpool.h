@@ -14,9 +14,10 @@
  * which thread runs which chunk never changes a result.
  *
  * On a machine busy with other programs, a worker the OS puts aside in the
- * middle of a chunk makes the caller wait; after such a stall the pool runs
- * the next jobs on the caller alone for a while (POOL_SOLO=0 in the
- * environment turns this off, as the tests do to keep every thread busy). */
+ * middle of a chunk makes the caller wait; after a few such stalls close
+ * together the pool runs the next jobs on the caller alone for a while
+ * (POOL_SOLO=0 in the environment turns this off, as the tests do to keep
+ * every thread busy). */
 #ifndef THREADPOOL_H
 #define THREADPOOL_H
 
