@@ -87,6 +87,15 @@
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
 
+/* Rows [from, min(from + count, end)) of w, the bytes a kernel asks for
+ * ahead: where they start and how many 64-byte lines they cover (none past
+ * end: those rows are another call's or another thread's). */
+INLINE const char *K(ahead)(const Tensor *w, int from, int count, int end, size_t *lines) {
+    int to = from + count < end ? from + count : end;
+    *lines = from < to ? (size_t)(to - from) * w->row_bytes / 64 : 0;
+    return from < to ? (const char *)tensor_row(w, from) : NULL;
+}
+
 /* The one reduction of an accumulator: halves added pairwise down to a float. */
 INLINE float K(hsum)(VF v) {
 #if SIMD_512
@@ -164,14 +173,12 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
-/* Every row tile against outputs [o0, o0 + C), C == FT_C or 1. */
 /* Every row tile against outputs [o0, o0 + C), C <= FT_C, asking for
  * the rows TILES_AHEAD tiles on (up to c1: the rest is another thread's). */
 INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0, int c1) {
     int64_t in = w->ne[0], out = w->ne[1];
-    int next = o0 + TILES_AHEAD * C, next_end = next + C < c1 ? next + C : c1;
-    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
-    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0;
+    size_t lines;
+    const char *ahead = K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines);
     int i = 0;
     for (; i + FT_R <= n; i += FT_R) K(ftile)(t, FT_R, C, y, x, w, in, out, i, o0, ahead, lines);
     switch (n - i) { /* the remaining rows, each count its own unrolled copy */
@@ -692,9 +699,8 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
  * way, it asks for the rows TILES_AHEAD tiles on (up to c1). */
 INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Tensor *w, int o0, int c1, K(WChunk) *pre) {
     int i = 0, n = a->n;
-    int next = o0 + TILES_AHEAD * C, next_end = next + C < c1 ? next + C : c1;
-    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
-    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0;
+    size_t lines;
+    const char *ahead = K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines);
     if (n >= QPRE_ROWS) {
         int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
         for (int c = 0; c < C; c++)
@@ -858,22 +864,39 @@ INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m512i
         dst[9] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(K(halves16)(blk, 2))));
 }
 
-INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m512i *dst) {
-    const size_t bytes = K(q32_bytes)(t);
-    /* The next tile's rows are one contiguous run of memory: ask for it in
-     * order, a share per block, while this one is packed. (Reading 16 rows
-     * side by side leaves memory streaming at half speed.) */
-    int nb = (int)(w->ne[0] / 32), next = o0 + PC_N, next_end = next + PC_N < w->ne[1] ? next + PC_N : (int)w->ne[1];
-    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0, per = (lines + nb - 1) / nb;
-    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
-    const uint8_t *base = tensor_row(w, o0);
-    size_t off[PC_N];
+/* Where the 16 outputs from o0 are read: their blocks, and the next tile's
+ * rows to ask for meanwhile. The next tile's rows are one contiguous run of
+ * memory: it is asked for in order, a share per block, while this one is
+ * packed. (Reading 16 rows side by side leaves memory streaming at half speed.) */
+typedef struct {
+    const uint8_t *base; /* block 0 of output o0 */
+    size_t bytes;        /* per block */
+    const char *ahead;
+    size_t lines, per;   /* lines of ahead in all, and per block */
+} K(PackSrc);
+
+/* off[j]: output j's row from base (the last one repeated past cols). */
+INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, K(PackSrc) *src, size_t *off) {
+    int nb = (int)(w->ne[0] / 32);
+    src->base = tensor_row(w, o0);
     for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
-    for (int b = b0; b < b1; b++, dst += PC_VECS) {
-        for (size_t l = (size_t)b * per; ahead && l < (size_t)(b + 1) * per && l < lines; l++)
-            _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
-        K(pack_block)(t, base + (size_t)b * bytes, off, dst);
-    }
+    src->bytes = K(q32_bytes)(t);
+    src->ahead = K(ahead)(w, o0 + PC_N, PC_N, (int)w->ne[1], &src->lines);
+    src->per = (src->lines + nb - 1) / nb;
+}
+
+/* Block b packed into dst[PC_VECS], and its share of the next tile asked for. */
+INLINE void K(pack_at)(DType t, const K(PackSrc) *src, const size_t *off, int b, __m512i *dst) {
+    for (size_t l = (size_t)b * src->per; src->ahead && l < (size_t)(b + 1) * src->per && l < src->lines; l++)
+        _mm_prefetch(src->ahead + 64 * l, _MM_HINT_T0);
+    K(pack_block)(t, src->base + (size_t)b * src->bytes, off, dst);
+}
+
+INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m512i *dst) {
+    K(PackSrc) src;
+    size_t off[PC_N];
+    K(pack_src)(t, w, o0, cols, &src, off);
+    for (int b = b0; b < b1; b++, dst += PC_VECS) K(pack_at)(t, &src, off, b, dst);
 }
 
 /* Rows i0 .. i0 + R of the packed blocks [b0, b1): acc[r] is y[i0 + r, o0 ..
@@ -919,19 +942,13 @@ INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m512i 
 /* A batch of one row: each block packed into registers and used at once, the
  * same arithmetic as K(ptile) without the round trip through memory. */
 INLINE void K(prow)(DType t, float *y, const SimdActs *a, const Tensor *w, int o0, int cols) {
-    const size_t bytes = K(q32_bytes)(t);
-    int nb = (int)(w->ne[0] / 32), next = o0 + PC_N, next_end = next + PC_N < w->ne[1] ? next + PC_N : (int)w->ne[1];
-    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0, per = (lines + nb - 1) / nb;
-    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
-    const uint8_t *base = tensor_row(w, o0);
+    K(PackSrc) src;
     size_t off[PC_N];
-    for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
+    K(pack_src)(t, w, o0, cols, &src, off);
     __m512 acc[1] = {_mm512_setzero_ps()};
-    for (int b = 0; b < nb; b++) {
-        for (size_t l = (size_t)b * per; ahead && l < (size_t)(b + 1) * per && l < lines; l++)
-            _mm_prefetch(ahead + 64 * l, _MM_HINT_T0);
+    for (int b = 0; b < (int)(w->ne[0] / 32); b++) {
         __m512i p[PC_VECS];
-        K(pack_block)(t, base + (size_t)b * bytes, off, p);
+        K(pack_at)(t, &src, off, b, p);
         K(pdot)(t, 1, acc, a, p, b, 0);
     }
     _mm512_mask_storeu_ps(y + o0, (__mmask16)((1u << cols) - 1), acc[0]);
@@ -1177,9 +1194,9 @@ INLINE BF16_TARGET void K(btile)(int R, int C, float *y, const SimdActs *a, cons
 
 /* As K(fcols_tile). */
 INLINE BF16_TARGET void K(bcols_tile)(int C, float *y, const SimdActs *a, const Tensor *w, int o0, int c1) {
-    int next = o0 + TILES_AHEAD * C, next_end = next + C < c1 ? next + C : c1, n = a->n, i = 0;
-    const char *ahead = next < next_end ? (const char *)tensor_row(w, next) : NULL;
-    size_t lines = next < next_end ? (size_t)(next_end - next) * w->row_bytes / 64 : 0;
+    int n = a->n, i = 0;
+    size_t lines;
+    const char *ahead = K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines);
     for (; i + FT_R <= n; i += FT_R) K(btile)(FT_R, C, y, a, w, i, o0, ahead, lines);
     switch (n - i) {
     case 3: K(btile)(3, C, y, a, w, i, o0, ahead, lines); break;
