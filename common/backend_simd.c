@@ -115,6 +115,16 @@ int simd_tile_cols(const SimdKernels *k, DType t) {
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
+/* sc's buffer, grown to at least need bytes. */
+static void *scratch_reserve(SimdScratch *sc, size_t need) {
+    if (sc->cap < need) {
+        free(sc->data);
+        sc->data = xmalloc(need);
+        sc->cap = need;
+    }
+    return sc->data;
+}
+
 void simd_acts_init(SimdActs *a, SimdScratch *sc, const SimdKernels *k, const float *x, int n, int64_t in, DType t) {
     memset(a, 0, sizeof *a);
     a->x = x;
@@ -124,26 +134,14 @@ void simd_acts_init(SimdActs *a, SimdScratch *sc, const SimdKernels *k, const fl
     if (!simd_prepared(k, t)) return;
     if (!simd_quantized(t)) { /* BF16 rows, zero-padded to whole steps of 32 */
         a->q_stride = round_up(round_up((size_t)in, 32) * sizeof(uint16_t), 64);
-        size_t need = a->q_stride * (size_t)n;
-        if (sc->cap < need) {
-            free(sc->data);
-            sc->data = xmalloc(need);
-            sc->cap = need;
-        }
-        a->q = sc->data;
+        a->q = scratch_reserve(sc, a->q_stride * (size_t)n);
         return;
     }
     size_t blocks = round_up((size_t)(in / 32), (size_t)k->qblocks);
     a->q_stride = round_up(blocks * 32, 64);
     a->s_stride = round_up(blocks * 8, 16);
     size_t q_bytes = a->q_stride * (size_t)n, s_bytes = sizeof(float) * a->s_stride * (size_t)n;
-    size_t need = q_bytes + 3 * s_bytes;
-    if (sc->cap < need) {
-        free(sc->data);
-        sc->data = xmalloc(need);
-        sc->cap = need;
-    }
-    a->s = sc->data; /* 4-byte lanes first: they need the alignment */
+    a->s = scratch_reserve(sc, q_bytes + 3 * s_bytes); /* 4-byte lanes first: they need the alignment */
     a->m = a->s + a->s_stride * (size_t)n;
     a->c = (int32_t *)(a->m + a->s_stride * (size_t)n);
     a->q = (int8_t *)(a->c + a->s_stride * (size_t)n);

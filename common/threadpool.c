@@ -11,9 +11,10 @@
  *
  * On a busy machine the OS may put a worker aside in the middle of a chunk,
  * and the caller then waits milliseconds for work of microseconds. When
- * waits out of all proportion to the job come again and again, the pool runs
- * the next jobs on the calling thread alone (POOL_SOLO_JOBS of them), then tries again: the
- * results are the same either way, only the speed changes.
+ * waits out of all proportion to the job come again and again, the pool
+ * runs the next jobs on the calling thread alone (POOL_SOLO_JOBS of them),
+ * then tries again: the results are the same either way, only the speed
+ * changes.
  *
  * Workers learn of a new job from `generation`: they spin on it for a while,
  * then sleep on the condition variable. Sleeping is race-free the same way: a
@@ -59,7 +60,7 @@ struct Pool {
     atomic_bool quit;
     int solo;            /* jobs left to run on the caller alone */
     int stalls, window;  /* stalls among the jobs of the current window, and those jobs */
-    bool adaptive;       /* falls back to solo after a stall (POOL_SOLO=0 in the environment: never) */
+    bool adaptive;       /* falls back to solo after stalls (POOL_SOLO=0 in the environment: never) */
     pthread_mutex_t mu;
     pthread_cond_t wake;
 };
