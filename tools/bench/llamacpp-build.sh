@@ -39,7 +39,7 @@ echo "${tag:-?} (npm $pkg, llama/gitRelease.bundle, commit $(git -C src rev-pars
 # A build directory moved from elsewhere (a copied checkout) still names its
 # old path, and cmake refuses it: keep its benchmarks if both are there (they
 # are static), else start the build over here.
-made_in=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' cmake/CMakeCache.txt 2>/dev/null)
+made_in=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' cmake/CMakeCache.txt 2>/dev/null || true)
 moved=
 if [ -n "$made_in" ] && [ "$made_in" != "$(pwd)/cmake" ]; then
     if [ -x cmake/bin/llama-bench ] && [ -x cmake/bin/llama-batched-bench ]; then
