@@ -138,6 +138,19 @@ static VF K(load_x_tail)(const float *x, int count) {
     return VF_LOAD(buf);
 }
 
+/* One step of VF_N elements from k: the R activation vectors stay in
+ * registers and each weight vector is used as it is loaded, so a 4 x 6 tile
+ * needs 24 + 4 + 1 registers and nothing spills to the stack. */
+INLINE void K(fstep)(DType t, int R, int C, VF acc[FT_R][FT_C], const float *const xr[FT_R],
+                     const void *const wr[FT_C], int64_t k) {
+    VF xv[FT_R];
+    UNROLL for (int r = 0; r < R; r++) xv[r] = VF_LOAD(xr[r] + k);
+    UNROLL for (int c = 0; c < C; c++) {
+        VF wv = K(load_w)(t, wr[c], k);
+        UNROLL for (int r = 0; r < R; r++) acc[r][c] = VF_FMA(wv, xv[r], acc[r][c]);
+    }
+}
+
 /* y[i0 + r, o0 + c] for r < R, c < C; R and C are constants where it is inlined.
  * The first row tile also asks for lines [0, lines) from ahead, spread evenly
  * over its steps. */
@@ -153,15 +166,12 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
     }
     int64_t k = 0;
     size_t steps = (size_t)(in / VF_N), per = i0 == 0 && steps ? (lines + steps - 1) / steps : 0, line = 0;
-    for (; k + VF_N <= in; k += VF_N) {
-        VF wv[FT_C];
-        for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
-        UNROLL for (int c = 0; c < C; c++) wv[c] = K(load_w)(t, wr[c], k);
-        UNROLL for (int r = 0; r < R; r++) {
-            VF xv = VF_LOAD(xr[r] + k);
-            UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_FMA(wv[c], xv, acc[r][c]);
+    if (per) /* the first row tile: the same steps, asking for the next tiles' lines on the way */
+        for (; k + VF_N <= in; k += VF_N) {
+            for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+            K(fstep)(t, R, C, acc, xr, wr, k);
         }
-    }
+    for (; k + VF_N <= in; k += VF_N) K(fstep)(t, R, C, acc, xr, wr, k);
     if (k < in) { /* the same step once more, on zero-padded copies */
         int rest = (int)(in - k);
         UNROLL for (int c = 0; c < C; c++) {
@@ -1166,6 +1176,17 @@ INLINE const uint16_t *K(bf16_x)(const SimdActs *a, int i) {
     return (const uint16_t *)(const void *)(a->q + (size_t)i * a->q_stride);
 }
 
+/* One step of 32 elements from k, as K(fstep); weights past mask m read as 0. */
+INLINE BF16_TARGET void K(bstep)(int R, int C, __m512 acc[FT_R][FT_C], const uint16_t *const xr[FT_R],
+                                 const uint16_t *const wr[FT_C], int64_t k, __mmask32 m) {
+    __m512bh xv[FT_R];
+    UNROLL for (int r = 0; r < R; r++) xv[r] = (__m512bh)_mm512_loadu_si512((const void *)(xr[r] + k));
+    UNROLL for (int c = 0; c < C; c++) {
+        __m512bh wv = (__m512bh)_mm512_maskz_loadu_epi16(m, wr[c] + k);
+        UNROLL for (int r = 0; r < R; r++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], wv, xv[r]);
+    }
+}
+
 /* y[i0 + r, o0 + c] for r < R, c < C, as K(ftile) but 32 elements a step. */
 INLINE BF16_TARGET void K(btile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
                                  const char *ahead, size_t lines) {
@@ -1178,16 +1199,14 @@ INLINE BF16_TARGET void K(btile)(int R, int C, float *y, const SimdActs *a, cons
         UNROLL for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
     }
     size_t steps = (size_t)((in + 31) / 32), per = i0 == 0 ? (lines + steps - 1) / steps : 0, line = 0;
-    for (int64_t k = 0; k < in; k += 32) {
-        __mmask32 m = in - k >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << (in - k)) - 1); /* the tail: zero weights */
-        __m512i wv[FT_C];
-        for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
-        UNROLL for (int c = 0; c < C; c++) wv[c] = _mm512_maskz_loadu_epi16(m, wr[c] + k);
-        UNROLL for (int r = 0; r < R; r++) {
-            __m512bh xv = (__m512bh)_mm512_loadu_si512((const void *)(xr[r] + k));
-            UNROLL for (int c = 0; c < C; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], (__m512bh)wv[c], xv);
+    int64_t k = 0;
+    if (per)
+        for (; k + 32 <= in; k += 32) {
+            for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+            K(bstep)(R, C, acc, xr, wr, k, 0xFFFFFFFFu);
         }
-    }
+    for (; k + 32 <= in; k += 32) K(bstep)(R, C, acc, xr, wr, k, 0xFFFFFFFFu);
+    if (k < in) K(bstep)(R, C, acc, xr, wr, k, (__mmask32)((1u << (in - k)) - 1)); /* the tail: zero weights */
     UNROLL for (int r = 0; r < R; r++)
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
