@@ -20,6 +20,10 @@ Backend *backend_create(const char *name, int n_threads, char *err) {
     return NULL;
 }
 
+void rows_in_order(Backend *be, int n, RowFn fn, void *arg) {
+    for (int i = 0; i < n; i++) fn(arg, i);
+}
+
 void backend_free(Backend *be) {
     if (be) be->destroy(be);
 }

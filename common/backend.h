@@ -24,6 +24,7 @@ typedef struct {
 } AttnShape;
 
 typedef struct Backend Backend;
+typedef void (*RowFn)(void *arg, int i);
 struct Backend {
     const char *name;
     int n_threads;
@@ -33,6 +34,9 @@ struct Backend {
      * over the keys/values of the spans, in position order. */
     void (*attention)(Backend *be, float *out, const float *q, const KvSpan *spans, int n_spans,
                       AttnShape s);
+    /* fn(arg, i) for every row i in [0, n), in any order and on any thread:
+     * the small per-row work of a many-row forward (see rows.h). */
+    void (*for_rows)(Backend *be, int n, RowFn fn, void *arg);
     void (*destroy)(Backend *be);
     void *impl;
 };
@@ -53,6 +57,11 @@ static inline void attention(Backend *be, float *out, const float *q, const KvSp
                              int n_spans, AttnShape s) {
     be->attention(be, out, q, spans, n_spans, s);
 }
+
+static inline void for_rows(Backend *be, int n, RowFn fn, void *arg) { be->for_rows(be, n, fn, arg); }
+
+/* The one-thread for_rows: rows in order on the calling thread. */
+void rows_in_order(Backend *be, int n, RowFn fn, void *arg);
 
 /* The scalar kernels, shared by backends as their reference and fallback. */
 void scalar_matmul_rows(float *y, const float *x, const Tensor *w, int n, int row_begin, int row_end);

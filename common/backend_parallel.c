@@ -104,6 +104,27 @@ static void parallel_attention(Backend *be, float *out, const float *q, const Kv
     pool_run(im->pool, job_heads, &j, j.n_chunks);
 }
 
+typedef struct {
+    RowFn fn;
+    void *arg;
+    int n, n_chunks;
+} RowsJob;
+
+static void job_rows(void *arg, int chunk) {
+    RowsJob *j = arg;
+    int r0, r1;
+    chunk_range(j->n, chunk, j->n_chunks, &r0, &r1);
+    for (int i = r0; i < r1; i++) j->fn(j->arg, i);
+}
+
+/* Whole rows to threads; one row stays on the calling thread. */
+static void parallel_rows(Backend *be, int n, RowFn fn, void *arg) {
+    ParImpl *im = be->impl;
+    RowsJob j = {fn, arg, n, min_int(n, pool_threads(im->pool) * PAR_CHUNKS_PER_THREAD)};
+    if (j.n_chunks <= 1) rows_in_order(be, n, fn, arg);
+    else pool_run(im->pool, job_rows, &j, j.n_chunks);
+}
+
 static void parallel_destroy(Backend *be) {
     ParImpl *im = be->impl;
     pool_free(im->pool);
@@ -123,6 +144,7 @@ Backend *backend_parallel_create(const SimdKernels *k, int n_threads) {
     be->n_threads = n_threads;
     be->matmul = parallel_matmul;
     be->attention = parallel_attention;
+    be->for_rows = parallel_rows;
     be->destroy = parallel_destroy;
     be->impl = im;
     return be;

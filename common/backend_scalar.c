@@ -88,6 +88,7 @@ Backend *backend_scalar_create(void) {
     be->n_threads = 1;
     be->matmul = scalar_matmul;
     be->attention = scalar_attention;
+    be->for_rows = rows_in_order;
     be->destroy = scalar_destroy;
     return be;
 }

@@ -195,6 +195,7 @@ Backend *backend_simd_create(const SimdKernels *k) {
     be->n_threads = 1;
     be->matmul = simd_matmul;
     be->attention = simd_attention;
+    be->for_rows = rows_in_order;
     be->destroy = simd_destroy;
     be->impl = im;
     return be;

@@ -76,6 +76,11 @@ static void check_attention(Backend *be, float *out, const float *q, const KvSpa
     note(c, "output of", "attention", "softmax(q.k) . v", out, (size_t)q_dim, q_dim);
 }
 
+static void check_rows(Backend *be, int n, RowFn fn, void *arg) {
+    Checker *c = be->impl;
+    c->inner->for_rows(c->inner, n, fn, arg);
+}
+
 static void check_destroy(Backend *be) {
     Checker *c = be->impl;
     backend_free(c->inner);
@@ -92,6 +97,7 @@ Backend *finite_backend(Backend *inner) {
     be->n_threads = inner->n_threads;
     be->matmul = check_matmul;
     be->attention = check_attention;
+    be->for_rows = check_rows;
     be->destroy = check_destroy;
     be->impl = c;
     return be;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "ops.h"
+#include "rows.h"
 #include "util.h"
 
 /* Activations for n positions; every buffer is row-major, one row a position. */
@@ -39,18 +40,11 @@ static void free_activations(Activations *a) {
 /* EXERCISE attention-block "Causal self-attention over a sequence" 4 points; tests: II1_forward */
 static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
-    for (int i = 0; i < n; i++)
-        rmsnorm(a->xb + (size_t)i * c->dim, a->x + (size_t)i * c->dim, L->attn_norm, c->dim, c->norm_eps);
+    rmsnorm_rows(be, a->xb, a->x, L->attn_norm, n, c->dim, c->norm_eps);
     matmul(be, a->q, a->xb, &L->wq, n);
     matmul(be, a->k, a->xb, &L->wk, n);
     matmul(be, a->v, a->xb, &L->wv, n);
-    for (int i = 0; i < n; i++) {
-        float *q = a->q + (size_t)i * c->q_dim, *k = a->k + (size_t)i * c->kv_dim;
-        rmsnorm_heads(q, L->q_norm, c->n_heads, c->head_dim, c->norm_eps);
-        rmsnorm_heads(k, L->k_norm, c->n_kv_heads, c->head_dim, c->norm_eps);
-        rope_neox(q, c->n_heads, c->head_dim, i, c->rope_theta);
-        rope_neox(k, c->n_kv_heads, c->head_dim, i, c->rope_theta);
-    }
+    qk_norm_rope_rows(be, c, L, a->q, a->k, NULL, 0, n);
     AttnShape shape = {c->n_heads, c->n_kv_heads, c->head_dim};
     for (int i = 0; i < n; i++) {
         KvSpan past = {a->k, a->v, i + 1}; /* causal: keys 0..i */
@@ -64,11 +58,10 @@ static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *
 /* EXERCISE mlp-block "The MLP block: SwiGLU feed-forward" 2 points; tests: II1_forward */
 static void mlp_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n) {
     const Qwen3Config *c = &m->cfg;
-    for (int i = 0; i < n; i++)
-        rmsnorm(a->xb + (size_t)i * c->dim, a->x + (size_t)i * c->dim, L->ffn_norm, c->dim, c->norm_eps);
+    rmsnorm_rows(be, a->xb, a->x, L->ffn_norm, n, c->dim, c->norm_eps);
     matmul(be, a->gate, a->xb, &L->w_gate, n);
     matmul(be, a->up, a->xb, &L->w_up, n);
-    silu_mul(a->gate, a->up, (size_t)n * c->ffn_dim);
+    silu_mul_rows(be, a->gate, a->up, n, c->ffn_dim);
     matmul(be, a->xb, a->gate, &L->w_down, n);
     add_inplace(a->x, a->xb, (size_t)n * c->dim);
 }
