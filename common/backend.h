@@ -1,6 +1,7 @@
 /* backend.h: where the heavy math runs. A chapter's forward pass calls
- * matmul() and attention() through a Backend; which one (scalar, simd,
- * parallel) is chosen at start-up, so faster kernels never touch a chapter.
+ * matmul() and attention() through a Backend, and hands it its per-row
+ * steps (for_rows, through rows.h); which one (scalar, simd, parallel) is
+ * chosen at start-up, so faster kernels and threads never touch a chapter.
  *
  * The rule every backend keeps: an output element is computed by one fixed
  * sequence of operations whatever the batch size or thread count, so logits

@@ -160,10 +160,11 @@ static char *exercises_md(const char *chapter, const ExerciseList *l) {
                   "identical logits: the same operations on the same numbers in the same order give the same\n"
                   "bits. Floating-point addition is not associative, so a formula that is right on paper but\n"
                   "sums in another order (or calls another kernel, or fuses two steps) fails. Use the\n"
-                  "operations the reference uses (`matmul`, `attention`, `rmsnorm`, ... from `common/`), in\n"
-                  "the order the doc comment describes. A failing check prints the largest |a-b| next to the\n"
-                  "size of the values and the first differing index: differences around 1e-6 of the values\n"
-                  "mean the right math in another order; large ones (or NaN) mean a real bug.\n\n"
+                  "operations the reference uses (`matmul`, `attention`, `rmsnorm_rows`, ... from `common/`;\n"
+                  "a loop calling `rmsnorm` row by row gives the same bits as `rmsnorm_rows`, only on one\n"
+                  "thread), in the order the doc comment describes. A failing check prints the largest |a-b|\n"
+                  "next to the size of the values and the first differing index: differences around 1e-6 of\n"
+                  "the values mean the right math in another order; large ones (or NaN) mean a real bug.\n\n"
                   "%d exercises, %d points in all.\n",
                   chapter, chapter, chapter, chapter, l->n ? l->items[0].id : "ID", chapter, chapter, chapter,
                   l->n, total);
