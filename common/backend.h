@@ -36,7 +36,8 @@ struct Backend {
     void (*attention)(Backend *be, float *out, const float *q, const KvSpan *spans, int n_spans,
                       AttnShape s);
     /* fn(arg, i) for every row i in [0, n), in any order and on any thread:
-     * the small per-row work of a many-row forward (see rows.h). */
+     * the small per-row work of a many-row forward (see rows.h). fn must not
+     * call the backend itself: its threads are the ones running fn. */
     void (*for_rows)(Backend *be, int n, RowFn fn, void *arg);
     void (*destroy)(Backend *be);
     void *impl;
