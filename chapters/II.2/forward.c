@@ -115,10 +115,7 @@ static void decode_attention_block(const Qwen3Model *m, Backend *be, const Qwen3
     matmul(be, a->q, a->xb, &L->wq, 1);
     matmul(be, a->k, a->xb, &L->wk, 1);
     matmul(be, a->v, a->xb, &L->wv, 1);
-    rmsnorm_heads(a->q, L->q_norm, c->n_heads, c->head_dim, c->norm_eps);
-    rmsnorm_heads(a->k, L->k_norm, c->n_kv_heads, c->head_dim, c->norm_eps);
-    rope_neox(a->q, c->n_heads, c->head_dim, pos, c->rope_theta);
-    rope_neox(a->k, c->n_kv_heads, c->head_dim, pos, c->rope_theta);
+    qk_norm_rope_rows(be, c, L, a->q, a->k, NULL, pos, 1); /* one row, at position pos */
     kv->append(kv, layer, a->k, a->v);
     KvSpan spans[MAX_SPANS];
     int n_spans = kv->view(kv, layer, spans, MAX_SPANS);
