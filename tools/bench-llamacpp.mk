@@ -24,9 +24,9 @@ BENCH_LLAMACPP_BATCHES ?= 1 2 4 8
 LLAMACPP_PACKAGE := node-llama-cpp@3.22.1
 LLAMACPP_DIR     := $(BUILD)/llamacpp
 
-# Ours: chapter II.2's engine timed as llama-bench times llama.cpp, and the
-# last chapter's batched-bench.
-PP_TG_CHAPTER := II.2
+# Ours: the last chapter's engine (paged cache) timed as llama-bench times llama.cpp, and its
+# batched-bench.
+PP_TG_CHAPTER := III.7
 $(BUILD)/tools/pp-tg: tools/bench/pp_tg.c $($(PP_TG_CHAPTER)_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ichapters/$(PP_TG_CHAPTER) -Icommon -o $@ $^ $(LDLIBS)
