@@ -9,8 +9,8 @@
  * For every type (model DIR/qwen3-0.6b-TYPE.gguf, made by mkmodel) and every
  * round, ours first and then theirs, each pair back to back so that both see
  * the same load from other programs:
- *   prefill and decode  tools/bench/pp_tg.c (chapter II.2's engine, in
- *                       process) against llama-bench -p PP -n TG -r REPS:
+ *   prefill and decode  tools/bench/pp_tg.c (chapter III.7's engine on its
+ *                       paged cache, in process) against llama-bench -p PP -n TG -r REPS:
  *                       both warm up first, then REPS runs from an empty
  *                       cache; pp-tg also times the cold first prefill;
  *   batched decode      III.7's batched-bench against llama-batched-bench
@@ -281,8 +281,8 @@ static void print_tables(FILE *f, const Options *o, const Machine *m, const Type
                "llama.cpp, per type.\n\n",
             o->source, o->threads, o->rounds, o->rounds == 1 ? "" : "s");
     fprintf(f, "Prefill = pp%d (%d-token prompt into an empty cache, after a warm-up run); decode = tg%d (%d\n"
-               "tokens one at a time from an empty cache, after a warm-up step): ours tools/bench/pp_tg.c (chapter\n"
-               "II.2, --kv basic, parallel backend), theirs llama-bench -p %d -n %d -r %d; best of %d runs a round.\n"
+               "pseudo-random tokens one at a time from an empty cache, after a warm-up step): ours\n"
+               "tools/bench/pp_tg.c (chapter III.7, paged cache, parallel backend), theirs llama-bench -p %d -n %d -r %d; best of %d runs a round.\n"
                "Cold = our very first prefill in a fresh process (it also faults in every weight page).\n"
                "Ratio = ours / llama.cpp of the best figures; in brackets the range of single rounds.\n\n",
             o->pp, o->pp, o->tg, o->tg, o->pp, o->tg, o->reps, o->reps);
