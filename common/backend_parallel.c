@@ -3,8 +3,8 @@
  * A matmul is cut into chunks of output columns (whole tiles), attention into
  * chunks of heads; never the sum inside one output. Each output is thus
  * computed by exactly the code that would compute it on one thread, and the
- * result is bitwise the same for any thread count. There are a few chunks per
- * thread, taken by whichever thread is free (see threadpool.h). Calls too
+ * result is bitwise the same for any thread count. There is one chunk per
+ * thread, taken by whichever thread asks first (see threadpool.h). Calls too
  * small to repay waking the pool run on the calling thread alone. */
 #include <stdio.h>
 #include <stdlib.h>
