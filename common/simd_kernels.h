@@ -184,11 +184,13 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
 }
 
 /* Every row tile against outputs [o0, o0 + C), C <= FT_C, asking for
- * the rows TILES_AHEAD tiles on (up to c1: the rest is another thread's). */
-INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0, int c1) {
+ * the rows TILES_AHEAD tiles on (up to c1: the rest is another thread's),
+ * unless told not to ask. */
+INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor *w, int n, int o0, int c1,
+                          bool ask) {
     int64_t in = w->ne[0], out = w->ne[1];
-    size_t lines;
-    const char *ahead = K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines);
+    size_t lines = 0;
+    const char *ahead = ask ? K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines) : NULL;
     int i = 0;
     for (; i + FT_R <= n; i += FT_R) K(ftile)(t, FT_R, C, y, x, w, in, out, i, o0, ahead, lines);
     switch (n - i) { /* the remaining rows, each count its own unrolled copy */
@@ -203,16 +205,23 @@ INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor
     }
 }
 
-/* With one activation row nothing is shared between a tile's outputs but
- * the activation loads, and fewer rows side by side stream faster from
- * memory: pairs, whose two chains of FMAs still hide each other's latency. */
+/* With a few activation rows (decode, a small batch) a tile shares little
+ * but the activation loads, and memory is the limit: the fewer weight rows
+ * side by side, the faster it streams. F32 reads one weight row at a time
+ * and asks for nothing ahead: a single stream is what the hardware's own
+ * prefetchers follow best, and its 64 bytes a step keep one chain of FMAs
+ * ahead of memory. F16 steps over only 32 bytes, and one chain alone would
+ * wait on FMA latency: pairs, asking ahead. Each output's sum is the same
+ * whatever the tile, so none of this changes a bit. */
+#define SMALL_ROWS 3
 INLINE void K(fcols)(DType t, float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
     int o = c0;
-    if (n == 1)
-        for (; o + 2 <= c1; o += 2) K(fcols_tile)(t, 2, y, x, w, n, o, c1);
-    else
-        for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o, c1);
-    for (; o < c1; o++) K(fcols_tile)(t, 1, y, x, w, n, o, c1);
+    bool small = n <= SMALL_ROWS, ask = !(small && t == DT_F32);
+    if (small && t != DT_F32)
+        for (; o + 2 <= c1; o += 2) K(fcols_tile)(t, 2, y, x, w, n, o, c1, ask);
+    else if (!small)
+        for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o, c1, ask);
+    for (; o < c1; o++) K(fcols_tile)(t, 1, y, x, w, n, o, c1, ask);
 }
 
 static void K(fcols_f32)(float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
@@ -1212,10 +1221,11 @@ INLINE BF16_TARGET void K(btile)(int R, int C, float *y, const SimdActs *a, cons
 }
 
 /* As K(fcols_tile). */
-INLINE BF16_TARGET void K(bcols_tile)(int C, float *y, const SimdActs *a, const Tensor *w, int o0, int c1) {
+INLINE BF16_TARGET void K(bcols_tile)(int C, float *y, const SimdActs *a, const Tensor *w, int o0, int c1,
+                                      bool ask) {
     int n = a->n, i = 0;
-    size_t lines;
-    const char *ahead = K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines);
+    size_t lines = 0;
+    const char *ahead = ask ? K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines) : NULL;
     for (; i + FT_R <= n; i += FT_R) K(btile)(FT_R, C, y, a, w, i, o0, ahead, lines);
     switch (n - i) {
     case 3: K(btile)(3, C, y, a, w, i, o0, ahead, lines); break;
@@ -1225,14 +1235,16 @@ INLINE BF16_TARGET void K(bcols_tile)(int C, float *y, const SimdActs *a, const 
     }
 }
 
-/* As K(fcols). */
+/* As K(fcols), by measuring: one row of activations takes pairs asking
+ * ahead, two or three take one weight row at a time asking nothing. */
 static BF16_TARGET void K(bcols)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int o = c0;
+    bool ask = a->n == 1 || a->n > SMALL_ROWS;
     if (a->n == 1)
-        for (; o + 2 <= c1; o += 2) K(bcols_tile)(2, y, a, w, o, c1);
-    else
-        for (; o + FT_C <= c1; o += FT_C) K(bcols_tile)(FT_C, y, a, w, o, c1);
-    for (; o < c1; o++) K(bcols_tile)(1, y, a, w, o, c1);
+        for (; o + 2 <= c1; o += 2) K(bcols_tile)(2, y, a, w, o, c1, ask);
+    else if (a->n > SMALL_ROWS)
+        for (; o + FT_C <= c1; o += FT_C) K(bcols_tile)(FT_C, y, a, w, o, c1, ask);
+    for (; o < c1; o++) K(bcols_tile)(1, y, a, w, o, c1, ask);
 }
 
 static BF16_TARGET void K(prepare_rows_bf16)(const SimdActs *a, int r0, int r1) {
