@@ -973,18 +973,78 @@ INLINE void K(prow)(DType t, float *y, const SimdActs *a, const Tensor *w, int o
     _mm512_mask_storeu_ps(y + o0, (__mmask16)((1u << cols) - 1), acc[0]);
 }
 
+/* Q8_0, a batch of one row, read one weight row at a time. Reading the 16
+ * rows of a tile side by side, as K(pack) does, left memory streaming at
+ * well under half the speed of one row front to back, so here each row is
+ * read front to back alone: its blocks' integer sums (the same dot products)
+ * go to sums, 16 blocks to a vector, and their scales to sc, 16 per block;
+ * then the float update runs per block over the 16 outputs in lanes, exactly
+ * as K(pdot) does it. Integer sums are exact and the float operations are
+ * the same, in the same order: the same bits as any batch. (Q4_0 and Q4_1
+ * stay with K(prow): their 18- and 20-byte blocks give the extra work of
+ * this way too few bytes to pay for it.) stride: ints per row of sums, the
+ * blocks rounded up to 16. */
+INLINE void K(srow_q8)(float *y, const SimdActs *a, const Tensor *w, int o0, int cols, int32_t *sums, int stride,
+                       float *sc) {
+    const int nb = (int)(w->ne[0] / 32);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const uint8_t *base = tensor_row(w, o0);
+    for (int j = 0; j < PC_N; j++) { /* one row, one stream; past cols the last row again */
+        const uint8_t *row = base + (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
+        for (int g = 0; g < nb; g += 16) {
+            __m512i d[8], s[8];
+            UNROLL for (int k = 0; k < 8; k++) { /* blocks b and b + 1 in the low and high lanes, +128 */
+                int b = g + 2 * k;
+                if (b >= nb) {
+                    d[k] = _mm512_setzero_si512();
+                    continue;
+                }
+                const uint8_t *p = row + (size_t)b * 34;
+                bool two = b + 1 < nb;
+                __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(p + 36)) : _mm256_set1_epi8((char)0x80);
+                __m512i u = _mm512_xor_si512(K(join)(_mm256_loadu_si256((const __m256i *)(p + 2)), hi), flip);
+                d[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512((const void *)(a->q + 32 * (size_t)b)));
+                sc[(size_t)b * PC_N + j] = K(f16)(p);
+                if (two) sc[(size_t)(b + 1) * PC_N + j] = K(f16)(p + 34);
+            }
+            K(transpose8)(d, s); /* lane i: block g + 2i (i < 8) or g + 2(i - 8) + 1, its 8 partial sums */
+            __m512i v = s[0];
+            UNROLL for (int k = 1; k < 8; k++) v = _mm512_add_epi32(v, s[k]);
+            _mm512_storeu_si512((void *)(sums + (size_t)j * stride + g), v);
+        }
+    }
+    __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                      _mm512_set1_epi32(stride));
+    __m512 acc = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        int r = b % 16, lane = (b - r) + (r % 2 ? 8 + r / 2 : r / 2);
+        __m512i lanes = _mm512_add_epi32(_mm512_set1_epi32(a->c[8 * (size_t)b]),
+                                         _mm512_i32gather_epi32(_mm512_add_epi32(rows, _mm512_set1_epi32(lane)), sums, 4));
+        acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_load_ps(sc + (size_t)b * PC_N), _mm512_set1_ps(a->s[8 * (size_t)b])),
+                              _mm512_cvtepi32_ps(lanes), acc);
+    }
+    _mm512_mask_storeu_ps(y + o0, (__mmask16)((1u << cols) - 1), acc);
+}
+
 /* Outputs [c0, c1) for every row: per tile of 16 outputs, per run of
  * PC_BLOCKS blocks, pack once, then every row tile reads the pack. */
 INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int nb = (int)(a->in / 32), n = a->n;
     int64_t out = w->ne[1];
+    int stride = (nb + 15) / 16 * 16;
     __m512i *p = aligned_alloc(64, sizeof(__m512i) * PC_VECS * PC_BLOCKS);
-    if (!p) {
+    bool one = n == 1 && t == DT_Q8_0; /* K(srow_q8): its integer sums, then its scales */
+    int32_t *sums = one ? aligned_alloc(64, sizeof(int32_t) * PC_N * (size_t)stride * 2) : NULL;
+    if (!p || (one && !sums)) {
         fprintf(stderr, "fatal: out of memory\n");
         exit(1);
     }
     for (int o = c0; o < c1; o += PC_N) {
         int cols = c1 - o < PC_N ? c1 - o : PC_N;
+        if (one) {
+            K(srow_q8)(y, a, w, o, cols, sums, stride, (float *)(void *)(sums + PC_N * (size_t)stride));
+            continue;
+        }
         if (n == 1) {
             K(prow)(t, y, a, w, o, cols);
             continue;
@@ -1005,6 +1065,7 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         }
     }
     free(p);
+    free(sums);
 }
 #define PCOLS(name, type) \
     static void K(pcols_##name)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(type, y, a, w, c0, c1); }
