@@ -1001,8 +1001,9 @@ INLINE void K(srow_q8)(float *y, const SimdActs *a, const Tensor *w, int o0, int
                 }
                 const uint8_t *p = row + (size_t)b * 34;
                 bool two = b + 1 < nb;
-                __m256i hi = two ? _mm256_loadu_si256((const __m256i *)(p + 36)) : _mm256_set1_epi8((char)0x80);
-                __m512i u = _mm512_xor_si512(K(join)(_mm256_loadu_si256((const __m256i *)(p + 2)), hi), flip);
+                __m512i u = two ? K(q32_pair)(DT_Q8_0, p, 34) /* a missing last block: 0 once flipped */
+                                : K(join)(K(q32_block)(DT_Q8_0, p), _mm256_set1_epi8((char)0x80));
+                u = _mm512_xor_si512(u, flip);
                 d[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512((const void *)(a->q + 32 * (size_t)b)));
                 sc[(size_t)b * PC_N + j] = K(f16)(p);
                 if (two) sc[(size_t)(b + 1) * PC_N + j] = K(f16)(p + 34);
