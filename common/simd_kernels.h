@@ -958,73 +958,172 @@ INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m512i 
     UNROLL for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + (size_t)(i0 + r) * out, mask, acc[r]);
 }
 
-/* A batch of one row: each block packed into registers and used at once, the
- * same arithmetic as K(ptile) without the round trip through memory. */
-INLINE void K(prow)(DType t, float *y, const SimdActs *a, const Tensor *w, int o0, int cols) {
-    K(PackSrc) src;
-    size_t off[PC_N];
-    K(pack_src)(t, w, o0, cols, &src, off);
-    __m512 acc[1] = {_mm512_setzero_ps()};
-    for (int b = 0; b < (int)(w->ne[0] / 32); b++) {
-        __m512i p[PC_VECS];
-        K(pack_at)(t, &src, off, b, p);
-        K(pdot)(t, 1, acc, a, p, b, 0);
+/* ---- a batch of one row, one weight row at a time ----
+ * Reading the 16 rows of a tile side by side, as K(pack) does, left memory
+ * streaming at well under half the speed of one row read front to back. So
+ * with one activation row each weight row of the tile is read front to back
+ * alone, in chunks of 16 blocks: its blocks' exact integer sums go to sums
+ * and their scales (and mins) to scf, 16 to a vector, in an order of the
+ * kernel's own (K(srow_at)). Then K(srow_update) turns 16 rows of a chunk
+ * into 16 blocks of 16 lanes (two K(transpose8)s per vector) and runs the
+ * float update per block, exactly as K(pdot) does it: the integer sums are
+ * exact and the float operations the same, in the same order, so the bits
+ * are the same as in any batch. */
+typedef struct {
+    int32_t *sums; /* [PC_N][stride]: row j's block sums in srow order */
+    float *scf;    /* the same for the scales */
+    float *mins;   /* and for Q4_1's mins, negated as in K(pack_block) */
+    int stride;    /* blocks rounded up to 16 */
+} K(RowSums);
+
+/* Where block r of a chunk sits among its 16 values. */
+INLINE int K(srow_at)(DType t, int r) { return t == DT_Q8_0 ? (r % 2 ? 8 + r / 2 : r / 2) : 4 * (r % 4) + r / 4; }
+
+/* Q8_0: blocks 2k and 2k + 1 in the halves of one vector, their 8 partial
+ * sums each reduced by one K(transpose8) for the chunk. */
+INLINE void K(srow_q8)(const uint8_t *p, int n, const int8_t *x, int32_t *sums, float *scf) {
+    __m512i d[8], s[8];
+    UNROLL for (int k = 0; k < 8; k++) {
+        int b = 2 * k;
+        scf[k] = scf[8 + k] = 0.0f;
+        if (b >= n) {
+            d[k] = _mm512_setzero_si512();
+            continue;
+        }
+        bool two = b + 1 < n;
+        __m512i u = two ? K(q32_pair)(DT_Q8_0, p + (size_t)b * 34, 34) /* a missing last block: 0 once flipped */
+                        : K(join)(K(q32_block)(DT_Q8_0, p + (size_t)b * 34), _mm256_set1_epi8((char)0x80));
+        u = _mm512_xor_si512(u, _mm512_set1_epi8((char)0x80));
+        d[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512((const void *)(x + 32 * (size_t)b)));
+        scf[k] = K(f16)(p + (size_t)b * 34);
+        if (two) scf[8 + k] = K(f16)(p + (size_t)(b + 1) * 34);
     }
-    _mm512_mask_storeu_ps(y + o0, (__mmask16)((1u << cols) - 1), acc[0]);
+    K(transpose8)(d, s);
+    __m512i v = s[0];
+    UNROLL for (int k = 1; k < 8; k++) v = _mm512_add_epi32(v, s[k]);
+    _mm512_storeu_si512((void *)sums, v);
 }
 
-/* Q8_0, a batch of one row, read one weight row at a time. Reading the 16
- * rows of a tile side by side, as K(pack) does, left memory streaming at
- * well under half the speed of one row front to back, so here each row is
- * read front to back alone: its blocks' integer sums (the same dot products)
- * go to sums, 16 blocks to a vector, and their scales to sc, 16 per block;
- * then the float update runs per block over the 16 outputs in lanes, exactly
- * as K(pdot) does it. Integer sums are exact and the float operations are
- * the same, in the same order: the same bits as any batch. (Q4_0 and Q4_1
- * stay with K(prow): their 18- and 20-byte blocks give the extra work of
- * this way too few bytes to pay for it.) stride: ints per row of sums, the
- * blocks rounded up to 16. */
-INLINE void K(srow_q8)(float *y, const SimdActs *a, const Tensor *w, int o0, int cols, int32_t *sums, int stride,
-                       float *sc) {
-    const int nb = (int)(w->ne[0] / 32);
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    const uint8_t *base = tensor_row(w, o0);
-    for (int j = 0; j < PC_N; j++) { /* one row, one stream; past cols the last row again */
-        const uint8_t *row = base + (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
-        for (int g = 0; g < nb; g += 16) {
-            __m512i d[8], s[8];
-            UNROLL for (int k = 0; k < 8; k++) { /* blocks b and b + 1 in the low and high lanes, +128 */
-                int b = g + 2 * k;
-                if (b >= nb) {
-                    d[k] = _mm512_setzero_si512();
-                    continue;
-                }
-                const uint8_t *p = row + (size_t)b * 34;
-                bool two = b + 1 < nb;
-                __m512i u = two ? K(q32_pair)(DT_Q8_0, p, 34) /* a missing last block: 0 once flipped */
-                                : K(join)(K(q32_block)(DT_Q8_0, p), _mm256_set1_epi8((char)0x80));
-                u = _mm512_xor_si512(u, flip);
-                d[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512((const void *)(a->q + 32 * (size_t)b)));
-                sc[(size_t)b * PC_N + j] = K(f16)(p);
-                if (two) sc[(size_t)(b + 1) * PC_N + j] = K(f16)(p + 34);
-            }
-            K(transpose8)(d, s); /* lane i: block g + 2i (i < 8) or g + 2(i - 8) + 1, its 8 partial sums */
-            __m512i v = s[0];
-            UNROLL for (int k = 1; k < 8; k++) v = _mm512_add_epi32(v, s[k]);
-            _mm512_storeu_si512((void *)(sums + (size_t)j * stride + g), v);
+/* Q4_0 and Q4_1: 4 blocks (72 or 80 bytes) from two overlapping loads, their
+ * 16-byte codes gathered into the four 128-bit lanes by one word permute,
+ * the low nibbles then dotted with the first 16 activations of each block
+ * and the high ones with the last 16 (x arranged so by K(srow_arrange)).
+ * Each 128-bit lane is then one block's 4 partial sums; the chunk's four
+ * vectors reduce to one with two rounds of unpacks. */
+static const uint16_t K(Q4_WORDS)[2][3][32] = {
+    {/* Q4_0: codes of blocks 0-2 from the load at 0, block 3 from the one at 8; scales */
+     {1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24, 25, 26, 56, 57, 58, 59, 60, 61, 62, 63},
+     {0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27}},
+    {/* Q4_1: the second load at 16; scales, then mins */
+     {2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 18, 19, 22, 23, 24, 25, 26, 27, 28, 29, 56, 57, 58, 59, 60, 61, 62, 63},
+     {0, 0, 0, 0, 10, 10, 10, 10, 20, 20, 20, 20, 30, 30, 30, 30},
+     {1, 1, 1, 1, 11, 11, 11, 11, 21, 21, 21, 21, 31, 31, 31, 31}},
+};
+
+INLINE void K(srow_q4)(DType t, const uint8_t *p, int n, const int8_t *x, int32_t *sums, float *scf, float *mins) {
+    const int q41 = t == DT_Q4_1, bytes = q41 ? 20 : 18, second = q41 ? 16 : 8;
+    const __m512i codes = _mm512_loadu_si512((const void *)K(Q4_WORDS)[q41][0]), m4 = _mm512_set1_epi8(0x0F);
+    const __m512i at_scale = _mm512_loadu_si512((const void *)K(Q4_WORDS)[q41][1]);
+    __m512i d[4], sw = _mm512_setzero_si512(), mw = _mm512_setzero_si512();
+    UNROLL for (int g = 0; g < 4; g++, p += 4 * bytes, x += 128) {
+        int k = n - 4 * g; /* blocks in this group */
+        if (k <= 0) {
+            d[g] = _mm512_setzero_si512();
+            continue;
+        }
+        __m512i l0, l1;
+        if (k >= 4) {
+            l0 = _mm512_loadu_si512((const void *)p);
+            l1 = _mm512_loadu_si512((const void *)(p + second));
+        } else { /* the row's last 1-3 blocks: no further than they go (block 3 is the only one from l1) */
+            l0 = _mm512_maskz_loadu_epi8((1ull << (bytes * k)) - 1, p);
+            l1 = _mm512_setzero_si512();
+        }
+        __m512i v = _mm512_permutex2var_epi16(l0, codes, l1);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        d[g] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512((const void *)x)), hi,
+                                   _mm512_loadu_si512((const void *)(x + 64)));
+        sw = _mm512_mask_permutexvar_epi16(sw, (__mmask32)(0x1111u << g), at_scale, l0); /* block 4g + l to 4l + g */
+        if (q41)
+            mw = _mm512_mask_permutexvar_epi16(mw, (__mmask32)(0x1111u << g),
+                                               _mm512_loadu_si512((const void *)K(Q4_WORDS)[1][2]), l0);
+    }
+    __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
+    __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
+    _mm512_storeu_si512((void *)sums, _mm512_add_epi32(_mm512_unpacklo_epi64(s01, s23), _mm512_unpackhi_epi64(s01, s23)));
+    _mm512_storeu_ps(scf, _mm512_cvtph_ps(_mm512_castsi512_si256(sw)));
+    if (q41) _mm512_storeu_ps(mins, _mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(_mm512_castsi512_si256(mw))));
+}
+
+/* The activation row's bytes as K(srow_q4) reads them: per 4 blocks, the
+ * first 16 of each block (64 bytes), then the last 16 of each. */
+INLINE void K(srow_arrange)(const SimdActs *a, int nb, int8_t *xa) {
+    const __m512i first = _mm512_setr_epi64(0, 1, 4, 5, 8, 9, 12, 13), last = _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15);
+    for (int b = 0; b < nb; b += 4) {
+        int bytes = 32 * (nb - b < 4 ? nb - b : 4);
+        __m512i x0 = _mm512_maskz_loadu_epi8(bytes >= 64 ? ~0ull : (1ull << bytes) - 1, a->q + 32 * (size_t)b);
+        __m512i x1 = bytes > 64 ? _mm512_maskz_loadu_epi8(bytes == 128 ? ~0ull : (1ull << (bytes - 64)) - 1, a->q + 32 * (size_t)b + 64)
+                                : _mm512_setzero_si512();
+        _mm512_storeu_si512((void *)(xa + 32 * (size_t)b), _mm512_permutex2var_epi64(x0, first, x1));
+        _mm512_storeu_si512((void *)(xa + 32 * (size_t)b + 64), _mm512_permutex2var_epi64(x0, last, x1));
+    }
+}
+
+/* Values [c, c + 16) of 16 rows (stride apart) turned into one vector per
+ * value, lane j from row j: two K(transpose8)s. */
+INLINE void K(srow_turn)(const void *rows, int stride, int c, __m512i *out) {
+    const int32_t *r = rows;
+    UNROLL for (int h = 0; h < 2; h++) {
+        __m512i z[8];
+        UNROLL for (int k = 0; k < 8; k++)
+            z[k] = K(join)(_mm256_loadu_si256((const __m256i *)(r + (size_t)k * stride + c + 8 * h)),
+                           _mm256_loadu_si256((const __m256i *)(r + (size_t)(k + 8) * stride + c + 8 * h)));
+        K(transpose8)(z, out + 8 * h);
+    }
+}
+
+/* The float update of K(pdot), per block, over the 16 rows in lanes. */
+INLINE void K(srow_update)(DType t, float *y, const SimdActs *a, int nb, int cols, const K(RowSums) *rs) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int c = 0; c < nb; c += 16) {
+        __m512i sums[16], scales[16], mins[16];
+        K(srow_turn)(rs->sums, rs->stride, c, sums);
+        K(srow_turn)(rs->scf, rs->stride, c, scales);
+        if (K(has_min)(t)) K(srow_turn)(rs->mins, rs->stride, c, mins);
+        for (int r = 0; r < 16 && c + r < nb; r++) {
+            int at = K(srow_at)(t, r);
+            size_t si = 8 * (size_t)(c + r);
+            __m512i lanes = _mm512_add_epi32(_mm512_set1_epi32(a->c[si]), sums[at]);
+            acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_castsi512_ps(scales[at]), _mm512_set1_ps(a->s[si])),
+                                  _mm512_cvtepi32_ps(lanes), acc);
+            if (K(has_min)(t)) acc = _mm512_fnmadd_ps(_mm512_castsi512_ps(mins[at]), _mm512_set1_ps(a->m[si]), acc);
         }
     }
-    __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                      _mm512_set1_epi32(stride));
-    __m512 acc = _mm512_setzero_ps();
-    for (int b = 0; b < nb; b++) {
-        int r = b % 16, lane = (b - r) + (r % 2 ? 8 + r / 2 : r / 2);
-        __m512i lanes = _mm512_add_epi32(_mm512_set1_epi32(a->c[8 * (size_t)b]),
-                                         _mm512_i32gather_epi32(_mm512_add_epi32(rows, _mm512_set1_epi32(lane)), sums, 4));
-        acc = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_load_ps(sc + (size_t)b * PC_N), _mm512_set1_ps(a->s[8 * (size_t)b])),
-                              _mm512_cvtepi32_ps(lanes), acc);
+    _mm512_mask_storeu_ps(y, (__mmask16)((1u << cols) - 1), acc);
+}
+
+/* Outputs [o0, o0 + cols) of a batch of one row; x: the activation codes
+ * as the type's chunk kernel reads them. Rows past cols repeat the last. */
+INLINE void K(srow)(DType t, float *y, const SimdActs *a, const Tensor *w, int o0, int cols, const int8_t *x,
+                    const K(RowSums) *rs) {
+    const int nb = (int)(w->ne[0] / 32);
+    const size_t bytes = K(q32_bytes)(t);
+    const uint8_t *base = tensor_row(w, o0);
+    for (int j = 0; j < PC_N; j++) { /* one row, one stream */
+        const uint8_t *row = base + (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
+        size_t at = (size_t)j * rs->stride;
+        for (int c = 0; c < nb; c += 16) {
+            int n = nb - c < 16 ? nb - c : 16;
+            const uint8_t *p = row + c * bytes;
+            const int8_t *xc = x + 32 * (size_t)c;
+            int32_t *s = rs->sums + at + c;
+            float *f = rs->scf + at + c, *m = rs->mins + at + c;
+            if (t == DT_Q8_0) K(srow_q8)(p, n, xc, s, f);
+            else if (n == 16) K(srow_q4)(t, p, 16, xc, s, f, m); /* a constant count: no masks */
+            else K(srow_q4)(t, p, n, xc, s, f, m);
+        }
     }
-    _mm512_mask_storeu_ps(y + o0, (__mmask16)((1u << cols) - 1), acc);
+    K(srow_update)(t, y + o0, a, nb, cols, rs);
 }
 
 /* Outputs [c0, c1) for every row: per tile of 16 outputs, per run of
@@ -1032,24 +1131,30 @@ INLINE void K(srow_q8)(float *y, const SimdActs *a, const Tensor *w, int o0, int
 INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int nb = (int)(a->in / 32), n = a->n;
     int64_t out = w->ne[1];
-    int stride = (nb + 15) / 16 * 16;
+    if (n == 1) { /* K(srow): per row its sums, scales and mins, then the activation arranged */
+        K(RowSums) rs = {.stride = (nb + 15) / 16 * 16};
+        size_t per = PC_N * (size_t)rs.stride;
+        rs.sums = aligned_alloc(64, 4 * per * 3 + 32 * (size_t)rs.stride);
+        if (!rs.sums) {
+            fprintf(stderr, "fatal: out of memory\n");
+            exit(1);
+        }
+        rs.scf = (float *)(void *)(rs.sums + per);
+        rs.mins = rs.scf + per;
+        int8_t *x = (int8_t *)(void *)(rs.mins + per);
+        if (t == DT_Q8_0) x = a->q;
+        else K(srow_arrange)(a, nb, x);
+        for (int o = c0; o < c1; o += PC_N) K(srow)(t, y, a, w, o, c1 - o < PC_N ? c1 - o : PC_N, x, &rs);
+        free(rs.sums);
+        return;
+    }
     __m512i *p = aligned_alloc(64, sizeof(__m512i) * PC_VECS * PC_BLOCKS);
-    bool one = n == 1 && t == DT_Q8_0; /* K(srow_q8): its integer sums, then its scales */
-    int32_t *sums = one ? aligned_alloc(64, sizeof(int32_t) * PC_N * (size_t)stride * 2) : NULL;
-    if (!p || (one && !sums)) {
+    if (!p) {
         fprintf(stderr, "fatal: out of memory\n");
         exit(1);
     }
     for (int o = c0; o < c1; o += PC_N) {
         int cols = c1 - o < PC_N ? c1 - o : PC_N;
-        if (one) {
-            K(srow_q8)(y, a, w, o, cols, sums, stride, (float *)(void *)(sums + PC_N * (size_t)stride));
-            continue;
-        }
-        if (n == 1) {
-            K(prow)(t, y, a, w, o, cols);
-            continue;
-        }
         __mmask16 mask = (__mmask16)((1u << cols) - 1);
         for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
             int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
@@ -1066,7 +1171,6 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         }
     }
     free(p);
-    free(sums);
 }
 #define PCOLS(name, type) \
     static void K(pcols_##name)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(type, y, a, w, c0, c1); }

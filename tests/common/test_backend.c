@@ -97,7 +97,7 @@ static const TypeCase TYPES[] = {
     {DT_Q8_0, 352, 5e-3}, {DT_Q8_0, 256, 5e-3}, {DT_Q4_0, 352, 5e-3}, {DT_Q4_K, 512, 5e-3},
     {DT_Q6_K, 512, 5e-3}, {DT_Q4_1, 352, 5e-3}, {DT_Q5_0, 352, 5e-3}, {DT_Q5_1, 352, 5e-3},
     {DT_IQ4_NL, 352, 5e-3}, {DT_Q2_K, 512, 5e-3}, {DT_Q3_K, 512, 5e-3}, {DT_Q5_K, 512, 5e-3},
-    {DT_IQ4_XS, 512, 5e-3},
+    {DT_IQ4_XS, 512, 5e-3}, {DT_Q4_0, 320, 5e-3}, {DT_Q4_1, 288, 5e-3},
 };
 #define N_TYPES (int)(sizeof TYPES / sizeof TYPES[0])
 #define OUT 37 /* not a multiple of any tile width */
