@@ -96,6 +96,19 @@ INLINE const char *K(ahead)(const Tensor *w, int from, int count, int end, size_
     return from < to ? (const char *)tensor_row(w, from) : NULL;
 }
 
+/* Asks for count lines of ahead from *line on (the last line again past its
+ * end), then moves *line on by per. count is a constant where this is
+ * inlined, at least per: no loop whose exit is mispredicted every step (on
+ * the machine of book/performance.md that loop cost a Q6_K decode 20-50 %),
+ * and a line asked for twice costs next to nothing. */
+INLINE void K(ask)(const char *ahead, size_t lines, size_t *line, size_t per, int count) {
+    UNROLL for (int l = 0; l < count; l++) {
+        size_t at = *line + (size_t)l < lines ? *line + (size_t)l : lines - 1;
+        _mm_prefetch(ahead + 64 * at, _MM_HINT_T0);
+    }
+    *line += per;
+}
+
 /* The one reduction of an accumulator: halves added pairwise down to a float. */
 INLINE float K(hsum)(VF v) {
 #if SIMD_512
@@ -168,7 +181,7 @@ INLINE void K(ftile)(DType t, int R, int C, float *y, const float *x, const Tens
     size_t steps = (size_t)(in / VF_N), per = i0 == 0 && steps ? (lines + steps - 1) / steps : 0, line = 0;
     if (per) /* the first row tile: the same steps, asking for the next tiles' lines on the way */
         for (; k + VF_N <= in; k += VF_N) {
-            for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+            K(ask)(ahead, lines, &line, per, t == DT_F32 ? C : (C + 1) / 2); /* a step is 64 or 32 bytes a row */
             K(fstep)(t, R, C, acc, xr, wr, k);
         }
     for (; k + VF_N <= in; k += VF_N) K(fstep)(t, R, C, acc, xr, wr, k);
@@ -690,7 +703,7 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
     size_t per = !pre && i0 == 0 ? (lines + (size_t)nch - 1) / (size_t)nch : 0, line = 0;
     for (int ch = 0; ch < nch; ch++) {
         K(WChunk) wc[QT_C];
-        for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+        if (per) K(ask)(ahead, lines, &line, per, C); /* a chunk is at most 64 bytes a row */
         UNROLL for (int c = 0; c < C; c++) {
             if (pre) {
                 wc[c] = pre[(size_t)c * nch + ch];
@@ -1377,7 +1390,7 @@ INLINE BF16_TARGET void K(btile)(int R, int C, float *y, const SimdActs *a, cons
     int64_t k = 0;
     if (per)
         for (; k + 32 <= in; k += 32) {
-            for (size_t l = 0; l < per && line < lines; l++, line++) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+            K(ask)(ahead, lines, &line, per, C); /* 64 bytes a row a step */
             K(bstep)(R, C, acc, xr, wr, k, 0xFFFFFFFFu);
         }
     for (; k + 32 <= in; k += 32) K(bstep)(R, C, acc, xr, wr, k, 0xFFFFFFFFu);
