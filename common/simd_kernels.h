@@ -784,8 +784,8 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
  * exactly into one int32 lane per output, so the float work is one update
  * per output and per block of 32, shared by no one else:
  *   acc = fma(w_scale * x_scale, (float)block_sum, acc)   (then - w_min * x_sum)
- * This is the same for every n (decode packs and computes the same way), so
- * a row's result does not depend on its batch. */
+ * This is the same for every n (decode, K(srow), does the same float work
+ * without packing), so a row's result does not depend on its batch. */
 
 
 /* Block b of a row as 32 unsigned bytes w + off, its scale and its min
