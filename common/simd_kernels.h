@@ -97,10 +97,12 @@ INLINE const char *K(ahead)(const Tensor *w, int from, int count, int end, size_
 }
 
 /* Asks for count lines of ahead from *line on (the last line again past its
- * end), then moves *line on by per. count is a constant where this is
- * inlined, at least per: no loop whose exit is mispredicted every step (on
- * the machine of book/performance.md that loop cost a Q6_K decode 20-50 %),
- * and a line asked for twice costs next to nothing. */
+ * end), then moves *line on by per; lines > 0 (callers ask only when per is).
+ * count is a constant where this is inlined, per itself when a row is a
+ * whole number of steps (otherwise a line a step goes unasked: only speed):
+ * no loop whose exit is mispredicted every step (on the machine of
+ * book/performance.md that loop cost a Q6_K decode 20-50 %), and a line
+ * asked for twice costs next to nothing. */
 INLINE void K(ask)(const char *ahead, size_t lines, size_t *line, size_t per, int count) {
     UNROLL for (int l = 0; l < count; l++) {
         size_t at = *line + (size_t)l < lines ? *line + (size_t)l : lines - 1;
@@ -975,10 +977,11 @@ INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m512i 
  * Reading the 16 rows of a tile side by side, as K(pack) does, left memory
  * streaming at well under half the speed of one row read front to back. So
  * with one activation row each weight row of the tile is read front to back
- * alone, in chunks of 16 blocks: its blocks' exact integer sums go to sums
- * and their scales (and mins) to scf, 16 to a vector, in an order of the
- * kernel's own (K(srow_at)). Then K(srow_update) turns 16 rows of a chunk
- * into 16 blocks of 16 lanes (two K(transpose8)s per vector) and runs the
+ * alone, in chunks of 16 blocks: its blocks' exact integer sums go to sums,
+ * their scales to scf (and Q4_1's mins to mins), 16 to a vector, in an order
+ * of the kernel's own (K(srow_at)). Then K(srow_update) turns the 16 rows'
+ * vectors of a chunk into 16 vectors of 16 lanes, one per block (two
+ * K(transpose8)s per array), and runs the
  * float update per block, exactly as K(pdot) does it: the integer sums are
  * exact and the float operations the same, in the same order, so the bits
  * are the same as in any batch. */
@@ -1038,24 +1041,26 @@ INLINE void K(srow_q4)(DType t, const uint8_t *p, int n, const int8_t *x, int32_
     const __m512i codes = _mm512_loadu_si512((const void *)K(Q4_WORDS)[q41][0]), m4 = _mm512_set1_epi8(0x0F);
     const __m512i at_scale = _mm512_loadu_si512((const void *)K(Q4_WORDS)[q41][1]);
     __m512i d[4], sw = _mm512_setzero_si512(), mw = _mm512_setzero_si512();
-    UNROLL for (int g = 0; g < 4; g++, p += 4 * bytes, x += 128) {
+    UNROLL for (int g = 0; g < 4; g++) {
         int k = n - 4 * g; /* blocks in this group */
         if (k <= 0) {
             d[g] = _mm512_setzero_si512();
             continue;
         }
+        const uint8_t *q = p + (size_t)(4 * g * bytes);
+        const int8_t *xg = x + 128 * g;
         __m512i l0, l1;
         if (k >= 4) {
-            l0 = _mm512_loadu_si512((const void *)p);
-            l1 = _mm512_loadu_si512((const void *)(p + second));
+            l0 = _mm512_loadu_si512((const void *)q);
+            l1 = _mm512_loadu_si512((const void *)(q + second));
         } else { /* the row's last 1-3 blocks: no further than they go (block 3 is the only one from l1) */
-            l0 = _mm512_maskz_loadu_epi8((1ull << (bytes * k)) - 1, p);
+            l0 = _mm512_maskz_loadu_epi8((1ull << (bytes * k)) - 1, q);
             l1 = _mm512_setzero_si512();
         }
         __m512i v = _mm512_permutex2var_epi16(l0, codes, l1);
         __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-        d[g] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512((const void *)x)), hi,
-                                   _mm512_loadu_si512((const void *)(x + 64)));
+        d[g] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512((const void *)xg)), hi,
+                                   _mm512_loadu_si512((const void *)(xg + 64)));
         sw = _mm512_mask_permutexvar_epi16(sw, (__mmask32)(0x1111u << g), at_scale, l0); /* block 4g + l to 4l + g */
         if (q41)
             mw = _mm512_mask_permutexvar_epi16(mw, (__mmask32)(0x1111u << g),

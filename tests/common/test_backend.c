@@ -84,7 +84,9 @@ __attribute__((constructor)) static void pools_never_solo(void) { setenv("POOL_S
 
 /* The weight types and a row length for each that exercises the tails: odd
  * numbers of 32-blocks (a half-filled AVX-512 chunk), float rows that are not
- * a multiple of 16 lanes. */
+ * a multiple of 16 lanes; for Q4_0 and Q4_1 also 1, 2 and 3 blocks in the
+ * last group of 4 of the one-row kernel (9, 10, 11 blocks) and a part of 16
+ * that ends on a whole group (12). */
 typedef struct {
     DType type;
     int in;
@@ -97,7 +99,8 @@ static const TypeCase TYPES[] = {
     {DT_Q8_0, 352, 5e-3}, {DT_Q8_0, 256, 5e-3}, {DT_Q4_0, 352, 5e-3}, {DT_Q4_K, 512, 5e-3},
     {DT_Q6_K, 512, 5e-3}, {DT_Q4_1, 352, 5e-3}, {DT_Q5_0, 352, 5e-3}, {DT_Q5_1, 352, 5e-3},
     {DT_IQ4_NL, 352, 5e-3}, {DT_Q2_K, 512, 5e-3}, {DT_Q3_K, 512, 5e-3}, {DT_Q5_K, 512, 5e-3},
-    {DT_IQ4_XS, 512, 5e-3}, {DT_Q4_0, 320, 5e-3}, {DT_Q4_1, 288, 5e-3},
+    {DT_IQ4_XS, 512, 5e-3}, {DT_Q4_0, 320, 5e-3}, {DT_Q4_0, 384, 5e-3}, {DT_Q4_1, 288, 5e-3},
+    {DT_Q4_1, 320, 5e-3},
 };
 #define N_TYPES (int)(sizeof TYPES / sizeof TYPES[0])
 #define OUT 37 /* not a multiple of any tile width */
