@@ -96,8 +96,18 @@ INLINE const char *K(ahead)(const Tensor *w, int from, int count, int end, size_
     return from < to ? (const char *)tensor_row(w, from) : NULL;
 }
 
+/* A kernel's scratch: 64-byte aligned (K(ptile) loads whole vectors of it). */
+INLINE void *K(scratch)(size_t bytes) {
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) {
+        fprintf(stderr, "fatal: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
 /* Asks for count lines of ahead from *line on (the last line again past its
- * end), then moves *line on by per; lines > 0 (callers ask only when per is).
+ * end), then moves *line on by per; lines > 0 (the callers check).
  * count is a constant where this is inlined, per itself when a row is a
  * whole number of steps (otherwise a line a step goes unasked: only speed):
  * no loop whose exit is mispredicted every step (on the machine of
@@ -759,11 +769,7 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
     K(WChunk) *pre = NULL;
     if (a->n >= QPRE_ROWS) {
         size_t nch = (size_t)(a->in / 32 + QB - 1) / QB;
-        pre = aligned_alloc(64, sizeof(K(WChunk)) * QT_C * nch);
-        if (!pre) {
-            fprintf(stderr, "fatal: out of memory\n");
-            exit(1);
-        }
+        pre = K(scratch)(sizeof(K(WChunk)) * QT_C * nch);
     }
     int o = c0;
     for (; o + QT_C <= c1; o += QT_C) K(qcols_tile)(t, QT_C, y, a, w, o, c1, pre);
@@ -788,38 +794,6 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
  *   acc = fma(w_scale * x_scale, (float)block_sum, acc)   (then - w_min * x_sum)
  * This is the same for every n (decode, K(srow), does the same float work
  * without packing), so a row's result does not depend on its batch. */
-
-
-/* Block b of a row as 32 unsigned bytes w + off, its scale and its min
- * (negated for Q4_1, as in K(WChunk)). */
-INLINE __m256i K(pblock)(DType t, const uint8_t *row, int b, float *scale, float *min) {
-    if (t == DT_Q8_0) {
-        const uint8_t *p = row + (size_t)b * 34;
-        *scale = K(f16)(p);
-        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(p + 2)), _mm256_set1_epi8((char)0x80));
-    }
-    if (t == DT_Q4_0) {
-        const uint8_t *p = row + (size_t)b * 18;
-        *scale = K(f16)(p);
-        return K(nibbles)(p + 2);
-    }
-    if (t == DT_Q4_1) {
-        const uint8_t *p = row + (size_t)b * 20;
-        *scale = K(f16)(p);
-        *min = -K(f16)(p + 2);
-        return K(nibbles)(p + 4);
-    }
-    const uint8_t *sb = row + (size_t)(b / 8) * 144; /* Q4_K: see K(decode_q4_k) */
-    int j = b % 8, sc, mn;
-    dtype_scale_min_k4(j, sb + 4, &sc, &mn);
-    *scale = K(f16)(sb) * (float)sc;
-    *min = K(f16)(sb + 2) * (float)mn;
-    __m256i v = _mm256_loadu_si256((const __m256i *)(sb + 16 + 32 * (j / 2)));
-    if (j & 1) v = _mm256_srli_epi16(v, 4);
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
-}
-
-INLINE size_t K(pblock_bytes)(DType t) { return t == DT_Q8_0 ? 34 : t == DT_Q4_0 ? 18 : t == DT_Q4_1 ? 20 : 18; }
 
 /* z[j] holds the 8 dwords of output j (low half) and of output j + 8 (high
  * half); out[g] gets dword g of outputs 0..15, in output order. An 8x8
@@ -921,8 +895,10 @@ INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, K(PackSrc) *
 
 /* Block b packed into dst[PC_VECS], and its share of the next tile asked for. */
 INLINE void K(pack_at)(DType t, const K(PackSrc) *src, const size_t *off, int b, __m512i *dst) {
-    for (size_t l = (size_t)b * src->per; src->ahead && l < (size_t)(b + 1) * src->per && l < src->lines; l++)
-        _mm_prefetch(src->ahead + 64 * l, _MM_HINT_T0);
+    if (src->lines) { /* per is at most the lines of 16 blocks */
+        size_t line = (size_t)b * src->per;
+        K(ask)(src->ahead, src->lines, &line, src->per, (int)((PC_N * K(q32_bytes)(t) + 63) / 64));
+    }
     K(pack_block)(t, src->base + (size_t)b * src->bytes, off, dst);
 }
 
@@ -1040,6 +1016,7 @@ INLINE void K(srow_q4)(DType t, const uint8_t *p, int n, const int8_t *x, int32_
     const int q41 = t == DT_Q4_1, bytes = q41 ? 20 : 18, second = q41 ? 16 : 8;
     const __m512i codes = _mm512_loadu_si512((const void *)K(Q4_WORDS)[q41][0]), m4 = _mm512_set1_epi8(0x0F);
     const __m512i at_scale = _mm512_loadu_si512((const void *)K(Q4_WORDS)[q41][1]);
+    const __m512i at_min = _mm512_loadu_si512((const void *)K(Q4_WORDS)[1][2]);
     __m512i d[4], sw = _mm512_setzero_si512(), mw = _mm512_setzero_si512();
     UNROLL for (int g = 0; g < 4; g++) {
         int k = n - 4 * g; /* blocks in this group */
@@ -1063,8 +1040,7 @@ INLINE void K(srow_q4)(DType t, const uint8_t *p, int n, const int8_t *x, int32_
                                    _mm512_loadu_si512((const void *)(xg + 64)));
         sw = _mm512_mask_permutexvar_epi16(sw, (__mmask32)(0x1111u << g), at_scale, l0); /* block 4g + l to 4l + g */
         if (q41)
-            mw = _mm512_mask_permutexvar_epi16(mw, (__mmask32)(0x1111u << g),
-                                               _mm512_loadu_si512((const void *)K(Q4_WORDS)[1][2]), l0);
+            mw = _mm512_mask_permutexvar_epi16(mw, (__mmask32)(0x1111u << g), at_min, l0);
     }
     __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]), _mm512_unpackhi_epi32(d[0], d[1]));
     __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]), _mm512_unpackhi_epi32(d[2], d[3]));
@@ -1135,7 +1111,7 @@ INLINE void K(srow)(DType t, float *y, const SimdActs *a, const Tensor *w, int o
             const uint8_t *p = row + c * bytes;
             const int8_t *xc = x + 32 * (size_t)c;
             int32_t *s = rs->sums + at + c;
-            float *f = rs->scf + at + c, *m = rs->mins + at + c;
+            float *f = rs->scf + at + c, *m = rs->mins ? rs->mins + at + c : NULL;
             if (t == DT_Q8_0) K(srow_q8)(p, n, xc, s, f);
             else if (n == 16) K(srow_q4)(t, p, 16, xc, s, f, m); /* a constant count: no masks */
             else K(srow_q4)(t, p, n, xc, s, f, m);
@@ -1149,28 +1125,23 @@ INLINE void K(srow)(DType t, float *y, const SimdActs *a, const Tensor *w, int o
 INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int nb = (int)(a->in / 32), n = a->n;
     int64_t out = w->ne[1];
-    if (n == 1) { /* K(srow): per row its sums, scales and mins, then the activation arranged */
+    if (n == 1) { /* K(srow): per row its sums, scales (and mins); Q4's activation arranged */
         K(RowSums) rs = {.stride = (nb + 15) / 16 * 16};
-        size_t per = PC_N * (size_t)rs.stride;
-        rs.sums = aligned_alloc(64, 4 * per * 3 + 32 * (size_t)rs.stride);
-        if (!rs.sums) {
-            fprintf(stderr, "fatal: out of memory\n");
-            exit(1);
-        }
+        size_t per = PC_N * (size_t)rs.stride, arrays = K(has_min)(t) ? 3 : 2;
+        bool q4 = t != DT_Q8_0;
+        rs.sums = K(scratch)(4 * per * arrays + (q4 ? 32 * (size_t)rs.stride : 0));
         rs.scf = (float *)(void *)(rs.sums + per);
-        rs.mins = rs.scf + per;
-        int8_t *x = (int8_t *)(void *)(rs.mins + per);
-        if (t == DT_Q8_0) x = a->q;
-        else K(srow_arrange)(a, nb, x);
+        rs.mins = K(has_min)(t) ? rs.scf + per : NULL;
+        int8_t *x = a->q;
+        if (q4) {
+            x = (int8_t *)(void *)(rs.scf + per * (arrays - 1));
+            K(srow_arrange)(a, nb, x);
+        }
         for (int o = c0; o < c1; o += PC_N) K(srow)(t, y, a, w, o, c1 - o < PC_N ? c1 - o : PC_N, x, &rs);
         free(rs.sums);
         return;
     }
-    __m512i *p = aligned_alloc(64, sizeof(__m512i) * PC_VECS * PC_BLOCKS);
-    if (!p) {
-        fprintf(stderr, "fatal: out of memory\n");
-        exit(1);
-    }
+    __m512i *p = K(scratch)(sizeof(__m512i) * PC_VECS * PC_BLOCKS);
     for (int o = c0; o < c1; o += PC_N) {
         int cols = c1 - o < PC_N ? c1 - o : PC_N;
         __mmask16 mask = (__mmask16)((1u << cols) - 1);
