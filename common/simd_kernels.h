@@ -232,17 +232,17 @@ INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor
 
 /* With a few activation rows (decode, a small batch) a tile shares little
  * but the activation loads, and memory is the limit: the fewer weight rows
- * side by side, the faster it streams. F32 reads one weight row at a time
- * and asks for nothing ahead: a single stream is what the hardware's own
- * prefetchers follow best, and its 64 bytes a step keep one chain of FMAs
- * ahead of memory. F16 steps over only 32 bytes, and one chain alone would
- * wait on FMA latency: pairs, asking ahead. Each output's sum is the same
- * whatever the tile, so none of this changes a bit. */
+ * side by side, the faster it streams. One activation row reads one weight
+ * row at a time and asks for nothing ahead: a single stream is what the
+ * hardware's own prefetchers follow best. Two or three rows of F16 (or BF16
+ * widened here) take pairs, asking ahead, which kept memory busier than one
+ * row at a time. Each output's sum is the same whatever the tile, so none
+ * of this changes a bit. */
 #define SMALL_ROWS 3
 INLINE void K(fcols)(DType t, float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
     int o = c0;
-    bool small = n <= SMALL_ROWS, ask = !(small && t == DT_F32);
-    if (small && t != DT_F32)
+    bool small = n <= SMALL_ROWS, pairs = small && n > 1 && t != DT_F32, ask = !small || pairs;
+    if (pairs)
         for (; o + 2 <= c1; o += 2) K(fcols_tile)(t, 2, y, x, w, n, o, c1, ask);
     else if (!small)
         for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o, c1, ask);
@@ -1390,14 +1390,12 @@ INLINE BF16_TARGET void K(bcols_tile)(int C, float *y, const SimdActs *a, const 
     }
 }
 
-/* As K(fcols), by measuring: one row of activations takes pairs asking
- * ahead, two or three take one weight row at a time asking nothing. */
+/* As K(fcols), by measuring: up to SMALL_ROWS rows of activations take one
+ * weight row at a time, asking nothing ahead (a step is 64 bytes, as F32's). */
 static BF16_TARGET void K(bcols)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int o = c0;
-    bool ask = a->n == 1 || a->n > SMALL_ROWS;
-    if (a->n == 1)
-        for (; o + 2 <= c1; o += 2) K(bcols_tile)(2, y, a, w, o, c1, ask);
-    else if (a->n > SMALL_ROWS)
+    bool ask = a->n > SMALL_ROWS;
+    if (a->n > SMALL_ROWS)
         for (; o + FT_C <= c1; o += FT_C) K(bcols_tile)(FT_C, y, a, w, o, c1, ask);
     for (; o < c1; o++) K(bcols_tile)(1, y, a, w, o, c1, ask);
 }
