@@ -236,12 +236,13 @@ INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor
  * row at a time and asks for nothing ahead: a single stream is what the
  * hardware's own prefetchers follow best. Two or three rows of F16 (or BF16
  * widened here) take pairs, asking ahead, which kept memory busier than one
- * row at a time. Each output's sum is the same whatever the tile, so none
- * of this changes a bit. */
+ * row at a time; so does one row with AVX2, whose F16 step of 16 bytes would
+ * leave a single chain of FMAs waiting on its own latency. Each output's
+ * sum is the same whatever the tile, so none of this changes a bit. */
 #define SMALL_ROWS 3
 INLINE void K(fcols)(DType t, float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
     int o = c0;
-    bool small = n <= SMALL_ROWS, pairs = small && n > 1 && t != DT_F32, ask = !small || pairs;
+    bool small = n <= SMALL_ROWS, pairs = small && t != DT_F32 && (n > 1 || !SIMD_512), ask = !small || pairs;
     if (pairs)
         for (; o + 2 <= c1; o += 2) K(fcols_tile)(t, 2, y, x, w, n, o, c1, ask);
     else if (!small)
