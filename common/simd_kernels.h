@@ -1395,10 +1395,10 @@ INLINE BF16_TARGET void K(bcols_tile)(int C, float *y, const SimdActs *a, const 
  * weight row at a time, asking nothing ahead (a step is 64 bytes, as F32's). */
 static BF16_TARGET void K(bcols)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int o = c0;
-    bool ask = a->n > SMALL_ROWS;
-    if (a->n > SMALL_ROWS)
-        for (; o + FT_C <= c1; o += FT_C) K(bcols_tile)(FT_C, y, a, w, o, c1, ask);
-    for (; o < c1; o++) K(bcols_tile)(1, y, a, w, o, c1, ask);
+    bool tiles = a->n > SMALL_ROWS; /* whole tiles, asking ahead */
+    if (tiles)
+        for (; o + FT_C <= c1; o += FT_C) K(bcols_tile)(FT_C, y, a, w, o, c1, tiles);
+    for (; o < c1; o++) K(bcols_tile)(1, y, a, w, o, c1, tiles);
 }
 
 static BF16_TARGET void K(prepare_rows_bf16)(const SimdActs *a, int r0, int r1) {
