@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tiles.h"
 #include "util.h"
 
 #if defined(__x86_64__)
@@ -90,6 +91,11 @@ const SimdKernels *simd_kernels(void) {
     const SimdKernels *k = simd_kernels_isa("avx512bf16");
     if (!k) k = simd_kernels_isa("avx512");
     return k ? k : simd_kernels_isa("avx2");
+}
+
+bool simd_reads_tiles(void) {
+    const SimdKernels *k = simd_kernels();
+    return k && k->tiles;
 }
 
 bool simd_quantized(DType t) {

@@ -40,6 +40,7 @@ typedef struct {
     int qblocks;      /* 32-blocks per integer vector: quantized rows are padded to it */
     int ftile_cols;   /* outputs per tile, float and quantized weights: thread */
     int qtile_cols;   /* ranges are cut at multiples of it */
+    bool tiles;       /* one-row Q8_0, Q4_0, Q4_1 matmuls read Tensor.tiles when set */
     /* Quantizes rows [row_begin, row_end) of a (no-op for float weight types). */
     void (*prepare_rows)(const SimdActs *a, int row_begin, int row_end);
     /* y[i, o] for all rows and o in [col_begin, col_end). */
@@ -56,6 +57,9 @@ typedef struct {
 const SimdKernels *simd_kernels(void);
 /* The build named isa ("avx512bf16", "avx512", "avx2") if this CPU runs it, else NULL. */
 const SimdKernels *simd_kernels_isa(const char *isa);
+/* True when the build simd_kernels() picks reads weight tiles (tiles.h):
+ * the model loader builds them only then. */
+bool simd_reads_tiles(void);
 /* True for the weight types whose activations are quantized first. */
 bool simd_quantized(DType t);
 /* True when k prepares activations for weights of type t (quantized, or

@@ -4,7 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include "backend_simd.h"
+#include "tiles.h"
 #include "util.h"
 
 static int get_int(const GgufFile *g, const char *key, int *out, char *err) {
@@ -215,6 +219,56 @@ static size_t count_weight_bytes(const Qwen3Model *m) {
     return n;
 }
 
+/* The kernels of an AVX-512 build decode from tiles (tiles.h): a copy of the
+ * Q8_0, Q4_0 and Q4_1 matrices in one region, asked for on huge pages (a
+ * decode step reads every matrix, and 2 MB pages take far fewer translations
+ * than 4 KB ones). Without memory for it the kernels read the file's rows. */
+#define TILES_ALIGN ((size_t)2 << 20)
+
+/* Matrix i of the 7 per layer and the output, 7 * n_layers + 1 in all. */
+static Tensor *matrix(Qwen3Model *m, int i) {
+    if (i == 7 * m->cfg.n_layers) return &m->output;
+    Qwen3Layer *L = &m->layers[i / 7];
+    Tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    return ws[i % 7];
+}
+
+static size_t padded(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/* Once a matrix has tiles the kernels read only those: its rows' pages of the
+ * file's mapping are let go (read again from the file if anything asks). */
+static void release_pages(const Tensor *w) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), begin = (uintptr_t)w->data;
+    uintptr_t end = begin + w->row_bytes * (size_t)w->ne[1];
+    begin = (begin + page - 1) / page * page; /* whole pages inside the matrix only */
+    end = end / page * page;
+    if (end > begin) madvise((void *)begin, end - begin, MADV_DONTNEED);
+}
+
+static void build_tiles(Qwen3Model *m) {
+    if (!simd_reads_tiles()) return;
+    int n = 7 * m->cfg.n_layers + 1;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += padded(tiles_bytes(matrix(m, i)));
+    if (total == 0) return;
+    total = (total + TILES_ALIGN - 1) / TILES_ALIGN * TILES_ALIGN;
+    char *at = aligned_alloc(TILES_ALIGN, total);
+    if (!at) return;
+#ifdef MADV_HUGEPAGE
+    madvise(at, total, MADV_HUGEPAGE); /* before the first write: the pages are not there yet */
+#endif
+    m->tiles = at;
+    for (int i = 0; i < n; i++) {
+        Tensor *w = matrix(m, i);
+        size_t bytes = tiles_bytes(w);
+        if (!bytes) continue;
+        tiles_build(w, at);
+        w->tiles = at;
+        at += padded(bytes);
+        if (m->file.owns_map) release_pages(w);
+    }
+}
+
 int qwen3_from_gguf(Qwen3Model *m, GgufFile *file, char *err) {
     memset(m, 0, sizeof *m);
     m->file = *file;
@@ -246,6 +300,7 @@ int qwen3_from_gguf(Qwen3Model *m, GgufFile *file, char *err) {
     for (int l = 0; l < c->n_layers; l++)
         if (load_layer(g, c, l, &m->layers[l], err) != 0) goto fail;
     m->weight_bytes = count_weight_bytes(m);
+    build_tiles(m);
     return 0;
 fail:
     memset(file, 0, sizeof *file); /* ownership moved to m; freed below */
@@ -279,6 +334,7 @@ void qwen3_free(Qwen3Model *m) {
         free(m->layers);
     }
     free(m->output_norm);
+    free(m->tiles);
     gguf_close(&m->file);
     memset(m, 0, sizeof *m);
 }

@@ -1,5 +1,7 @@
 /* qwen3.h: a Qwen3 model read from a GGUF file: its configuration and its
- * weights, which stay in the file's mapping in their stored types. */
+ * weights, which stay in the file's mapping in their stored types (on an
+ * AVX-512 machine the Q8_0, Q4_0 and Q4_1 matrices are read from a copy in
+ * tiles instead: tiles.h). */
 #ifndef QWEN3_H
 #define QWEN3_H
 
@@ -44,6 +46,7 @@ typedef struct {
     Tensor output;       /* [vocab rows, dim]: output.weight, or tok_embd when tied */
     bool tied;           /* no output.weight in the file */
     size_t weight_bytes; /* bytes of all weights read per token */
+    void *tiles;         /* the matrices' tiles (tiles.h), when the kernels read them, or NULL */
 } Qwen3Model;
 
 /* Loads and checks every key and tensor; on failure returns non-zero with err

@@ -17,6 +17,7 @@
 #include "harness.h"
 #include "quant.h"
 #include "threadpool.h"
+#include "tiles.h"
 
 #define MAX_N 16
 
@@ -38,6 +39,7 @@ typedef struct {
     Tensor t;
     void *data;
     float *deq; /* the weights as the scalar backend sees them: [out, in] */
+    void *tiles;
 } Weight;
 
 static Weight make_weight(DType type, int in, int out, uint32_t seed) {
@@ -52,13 +54,22 @@ static Weight make_weight(DType type, int in, int out, uint32_t seed) {
         dequant_row(type, (char *)w.data + rb * (size_t)o, w.deq + (size_t)o * in, in);
     }
     free(row);
-    w.t = (Tensor){"w", type, {in, out, 1, 1}, rb, w.data};
+    w.t = (Tensor){"w", type, {in, out, 1, 1}, rb, w.data, NULL};
     return w;
+}
+
+/* Gives w its tiles (tiles.h), as the model loader does: one-row calls of an
+ * AVX-512 build then read them instead of the rows. */
+static void add_tiles(Weight *w) {
+    w->tiles = malloc(tiles_bytes(&w->t));
+    tiles_build(&w->t, w->tiles);
+    w->t.tiles = w->tiles;
 }
 
 static void free_weight(Weight *w) {
     free(w->data);
     free(w->deq);
+    free(w->tiles);
 }
 
 /* The kernel builds to test: each simd build the CPU runs, then none (scalar). */
@@ -132,12 +143,16 @@ TEST(backend_matmul_batch_invariant) {
         Weight w = make_weight(tc->type, tc->in, OUT, (uint32_t)c + 1);
         float *x = malloc(sizeof(float) * MAX_N * tc->in);
         fill(x, (size_t)MAX_N * tc->in, 100 + (uint32_t)c);
-        for (int k = 0; k < nk; k++) {
-            char what[96];
-            Backend *be = backend_simd_create(ks[k]);
-            snprintf(what, sizeof what, "simd/%s %s in=%d", build_name(ks[k]), dtype_name(tc->type), tc->in);
-            check_batch_invariance(be, &w, x, what);
-            backend_free(be);
+        for (int tiled = 0; tiled <= (int)tiles_type(tc->type); tiled++) {
+            if (tiled) add_tiles(&w);
+            for (int k = 0; k < nk; k++) {
+                char what[96];
+                Backend *be = backend_simd_create(ks[k]);
+                snprintf(what, sizeof what, "simd/%s %s in=%d%s", build_name(ks[k]), dtype_name(tc->type), tc->in,
+                         tiled ? " (tiles)" : "");
+                check_batch_invariance(be, &w, x, what);
+                backend_free(be);
+            }
         }
         free(x);
         free_weight(&w);
@@ -146,7 +161,8 @@ TEST(backend_matmul_batch_invariant) {
 
 /* The parallel backend, for every batch size 1..16 and 1..4 threads, gives
  * each row the bits of a one-row call on the simd backend (the same kernels,
- * columns split among threads); the matrix is large enough to be split. */
+ * columns split among threads); the matrix is large enough to be split. The
+ * types with tiles have them: one-row calls read tiles, batches the rows. */
 TEST(backend_matmul_threads_invariant) {
     const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
@@ -157,6 +173,7 @@ TEST(backend_matmul_threads_invariant) {
         for (int c = 0; c < N_TYPES && !test_failed_now(); c++) {
             const TypeCase *tc = &TYPES[c];
             Weight w = make_weight(tc->type, tc->in, out, (uint32_t)c + 50);
+            if (tiles_type(tc->type)) add_tiles(&w);
             float *x = malloc(sizeof(float) * MAX_N * tc->in);
             float *ref = malloc(sizeof(float) * MAX_N * out), *y = malloc(sizeof(float) * MAX_N * out);
             fill(x, (size_t)MAX_N * tc->in, 200 + (uint32_t)c);
@@ -181,7 +198,7 @@ TEST(backend_matmul_threads_invariant) {
  * kernels keep partial sums in y between runs), batches past every row-tile
  * and pre-decoding threshold, and a partial last tile of outputs. Row i of a
  * batch of up to 40 equals its one-row call, on 2 threads, and stays close to
- * scalar. */
+ * scalar; with and without tiles for the types that have them. */
 TEST(backend_matmul_long_rows_and_big_batches) {
     static const TypeCase LONG[] = {
         {DT_F32, 1040, 1e-5}, {DT_F16, 1040, 1e-5},  {DT_BF16, 1040, 1e-5}, {DT_Q8_0, 1056, 5e-3},
@@ -199,27 +216,30 @@ TEST(backend_matmul_long_rows_and_big_batches) {
               *y = malloc(sizeof(float) * big * out), *ref = malloc(sizeof(float) * big * out);
         fill(x, (size_t)big * in, 400 + (uint32_t)c);
         matmul(scalar, ref, x, &w.t, big);
-        for (int k = 0; k < nk && !test_failed_now(); k++) {
-            Backend *simd = backend_simd_create(ks[k]), *par = backend_parallel_create(ks[k], 2);
-            for (int i = 0; i < big; i++) matmul(simd, one + (size_t)i * out, x + (size_t)i * in, &w.t, 1);
-            for (int s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++) {
-                matmul(par, y, x, &w.t, sizes[s]);
-                CHECK_MSG(rows_equal(y, one, sizes[s] * out), "%s %s in=%d: a batch of %d differs from one-row calls",
-                          build_name(ks[k]), dtype_name(tc->type), in, sizes[s]);
-            }
-            double worst = 0;
-            for (int i = 0; i < big; i++)
-                for (int o = 0; o < out; o++) {
-                    double mag = 0;
-                    for (int j = 0; j < in; j++) mag += fabs((double)w.deq[(size_t)o * in + j] * x[(size_t)i * in + j]);
-                    double e = fabs((double)y[i * out + o] - ref[i * out + o]) / mag;
-                    if (e > worst) worst = e;
+        for (int tiled = 0; tiled <= (int)tiles_type(tc->type); tiled++) {
+            if (tiled) add_tiles(&w);
+            for (int k = 0; k < nk && !test_failed_now(); k++) {
+                Backend *simd = backend_simd_create(ks[k]), *par = backend_parallel_create(ks[k], 2);
+                for (int i = 0; i < big; i++) matmul(simd, one + (size_t)i * out, x + (size_t)i * in, &w.t, 1);
+                for (int s = 0; s < (int)(sizeof sizes / sizeof sizes[0]); s++) {
+                    matmul(par, y, x, &w.t, sizes[s]);
+                    CHECK_MSG(rows_equal(y, one, sizes[s] * out), "%s %s in=%d%s: a batch of %d differs from one-row calls",
+                              build_name(ks[k]), dtype_name(tc->type), in, tiled ? " (tiles)" : "", sizes[s]);
                 }
-            double tol = case_tol(ks[k], tc->type, tc->tol);
-            CHECK_MSG(worst <= tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
-                      dtype_name(tc->type), in, worst, tol);
-            backend_free(simd);
-            backend_free(par);
+                double worst = 0;
+                for (int i = 0; i < big; i++)
+                    for (int o = 0; o < out; o++) {
+                        double mag = 0;
+                        for (int j = 0; j < in; j++) mag += fabs((double)w.deq[(size_t)o * in + j] * x[(size_t)i * in + j]);
+                        double e = fabs((double)y[i * out + o] - ref[i * out + o]) / mag;
+                        if (e > worst) worst = e;
+                    }
+                double tol = case_tol(ks[k], tc->type, tc->tol);
+                CHECK_MSG(worst <= tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
+                          dtype_name(tc->type), in, worst, tol);
+                backend_free(simd);
+                backend_free(par);
+            }
         }
         free(x);
         free(one);
