@@ -248,9 +248,15 @@ static void release_pages(const Tensor *w) {
 static void build_tiles(Qwen3Model *m) {
     if (!simd_reads_tiles()) return;
     int n = 7 * m->cfg.n_layers + 1;
-    size_t total = 0;
-    for (int i = 0; i < n; i++) total += padded(tiles_bytes(matrix(m, i)));
-    if (total == 0) return;
+    size_t total = 0, stored = 0;
+    for (int i = 0; i < n; i++) {
+        const Tensor *w = matrix(m, i);
+        total += padded(tiles_bytes(w));
+        if (tiles_bytes(w)) stored += w->row_bytes * (size_t)w->ne[1];
+    }
+    /* Tiles are the size of what they copy; a file whose matrices overlap
+     * (more bytes than the file) would make them any size: no tiles then. */
+    if (total == 0 || stored > m->file.size) return;
     total = (total + TILES_ALIGN - 1) / TILES_ALIGN * TILES_ALIGN;
     char *at = aligned_alloc(TILES_ALIGN, total);
     if (!at) return;

@@ -118,11 +118,14 @@ static const TypeCase TYPES[] = {
 
 static bool rows_equal(const float *a, const float *b, int n) { return memcmp(a, b, sizeof(float) * (size_t)n) == 0; }
 
-/* Row i of every batch 1..16 and of one-row calls equals row i of the batch of 16. */
-static void check_batch_invariance(Backend *be, const Weight *w, const float *x, const char *what) {
+/* Row i of every batch 1..16 and of one-row calls equals row i of the batch
+ * of 16, which is kept in full (and must equal want, if given). */
+static void check_batch_invariance(Backend *be, const Weight *w, const float *x, float *full, const float *want,
+                                   const char *what) {
     int in = (int)w->t.ne[0];
-    float *full = malloc(sizeof(float) * MAX_N * OUT), *y = malloc(sizeof(float) * MAX_N * OUT);
+    float *y = malloc(sizeof(float) * MAX_N * OUT);
     matmul(be, full, x, &w->t, MAX_N);
+    CHECK_MSG(!want || rows_equal(full, want, MAX_N * OUT), "%s: differs from the same build without tiles", what);
     for (int n = 1; n <= MAX_N && !test_failed_now(); n++) {
         matmul(be, y, x, &w->t, n);
         for (int i = 0; i < n; i++)
@@ -131,7 +134,6 @@ static void check_batch_invariance(Backend *be, const Weight *w, const float *x,
         matmul(be, y, x + (size_t)(n - 1) * in, &w->t, 1);
         CHECK_MSG(rows_equal(y, full + (n - 1) * OUT, OUT), "%s: one-row call for row %d differs", what, n - 1);
     }
-    free(full);
     free(y);
 }
 
@@ -141,19 +143,22 @@ TEST(backend_matmul_batch_invariant) {
     for (int c = 0; c < N_TYPES; c++) {
         const TypeCase *tc = &TYPES[c];
         Weight w = make_weight(tc->type, tc->in, OUT, (uint32_t)c + 1);
-        float *x = malloc(sizeof(float) * MAX_N * tc->in);
+        float *x = malloc(sizeof(float) * MAX_N * tc->in), *rows[4], *full = malloc(sizeof(float) * MAX_N * OUT);
         fill(x, (size_t)MAX_N * tc->in, 100 + (uint32_t)c);
-        for (int tiled = 0; tiled <= (int)tiles_type(tc->type); tiled++) {
+        for (int tiled = 0; tiled <= (int)tiles_type(tc->type); tiled++) { /* tiles: the same bits as rows */
             if (tiled) add_tiles(&w);
             for (int k = 0; k < nk; k++) {
                 char what[96];
                 Backend *be = backend_simd_create(ks[k]);
                 snprintf(what, sizeof what, "simd/%s %s in=%d%s", build_name(ks[k]), dtype_name(tc->type), tc->in,
                          tiled ? " (tiles)" : "");
-                check_batch_invariance(be, &w, x, what);
+                if (!tiled) rows[k] = malloc(sizeof(float) * MAX_N * OUT);
+                check_batch_invariance(be, &w, x, tiled ? full : rows[k], tiled ? rows[k] : NULL, what);
                 backend_free(be);
             }
         }
+        for (int k = 0; k < nk; k++) free(rows[k]);
+        free(full);
         free(x);
         free_weight(&w);
     }
@@ -162,7 +167,7 @@ TEST(backend_matmul_batch_invariant) {
 /* The parallel backend, for every batch size 1..16 and 1..4 threads, gives
  * each row the bits of a one-row call on the simd backend (the same kernels,
  * columns split among threads); the matrix is large enough to be split. The
- * types with tiles have them: one-row calls read tiles, batches the rows. */
+ * types with tiles have them, as a loaded model's do. */
 TEST(backend_matmul_threads_invariant) {
     const SimdKernels *ks[4];
     int nk = kernel_builds(ks);

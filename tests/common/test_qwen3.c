@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "backend_simd.h"
 #include "qwen3.h"
+#include "tiles.h"
 #include "util.h"
 
 static char *load_bytes(const char *name, size_t *len) {
@@ -82,6 +84,31 @@ TEST(qwen3_untied_output) {
     CHECK_EQ_INT(load_from(data, len, &m, err), 0);
     CHECK(!m.tied);
     CHECK(m.output.data != m.tok_embd.data);
+    qwen3_free(&m);
+    free(data);
+}
+
+/* An AVX-512 build reads Q8_0, Q4_0 and Q4_1 matrices from tiles: the loader
+ * builds them for every such matrix (the tied output's too), and only then. */
+TEST(qwen3_tiles_for_the_kernels) {
+    size_t len;
+    char *data = load_bytes("small-q8_0", &len);
+    if (!data) return;
+    Qwen3Model m;
+    char err[ERR_MAX];
+    CHECK_EQ_INT(load_from(data, len, &m, err), 0);
+    bool want = simd_reads_tiles();
+    CHECK(want == (m.tiles != NULL));
+    CHECK(m.tok_embd.tiles == NULL); /* embedding rows are read from the file */
+    const Tensor *ws[] = {&m.output, &m.layers[0].wq, &m.layers[1].w_down, &m.layers[m.cfg.n_layers - 1].w_up};
+    for (int i = 0; i < 4; i++) {
+        CHECK_MSG(ws[i]->type == DT_Q8_0 && want == (ws[i]->tiles != NULL), "%s: tiles %p", ws[i]->name, ws[i]->tiles);
+        if (!ws[i]->tiles) continue;
+        void *again = malloc(tiles_bytes(ws[i]));
+        tiles_build(ws[i], again);
+        CHECK_MSG(memcmp(again, ws[i]->tiles, tiles_bytes(ws[i])) == 0, "%s: tiles differ", ws[i]->name);
+        free(again);
+    }
     qwen3_free(&m);
     free(data);
 }

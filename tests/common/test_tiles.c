@@ -16,9 +16,9 @@ static float tile_weight(const Tensor *w, const uint8_t *tiles, int64_t r, int64
     const uint8_t *blk = tiles + ((size_t)(r / TILE_ROWS) * (size_t)(w->ne[0] / 32) + (size_t)(i / 32)) * bb;
     int e = (int)(i % 32), byte = w->type == DT_Q8_0 ? e : e % 16; /* Q4: element e + 16 in the high nibble */
     uint8_t code = blk[64 * (byte / 4) + 4 * j + byte % 4];
-    uint16_t d, m;
+    uint16_t d, m = 0;
     memcpy(&d, blk + 64 * groups + 2 * j, 2);
-    memcpy(&m, blk + 64 * groups + 32 + 2 * j, 2);
+    if (w->type == DT_Q4_1) memcpy(&m, blk + 64 * groups + 32 + 2 * j, 2);
     switch (w->type) {
     case DT_Q8_0: return (float)((int)code - 128) * fp16_to_f32(d);
     case DT_Q4_0: return (float)(((e < 16 ? code : code >> 4) & 15) - 8) * fp16_to_f32(d);
