@@ -285,6 +285,9 @@ int model_info_print(const char *path, FILE *out, char *err) {
         return 1;
     }
     fprintf(out, LABEL "yes (%.1f MB of weights read per token)\n", "runs here", m.weight_bytes / 1e6);
+    if (m.tiles)
+        fprintf(out, LABEL "%.1f MB: the Q8_0, Q4_0 and Q4_1 matrices copied at load, 16 rows interleaved, for\n"
+                LABEL "this machine's decode kernel (tiles.h)\n", "tiles", m.tiles_bytes / 1e6, "");
     qwen3_free(&m);
     return 0;
 }

@@ -257,13 +257,14 @@ static void build_tiles(Qwen3Model *m) {
     /* Tiles are the size of what they copy; a file whose matrices overlap
      * (more bytes than the file) would make them any size: no tiles then. */
     if (total == 0 || stored > m->file.size) return;
-    total = (total + TILES_ALIGN - 1) / TILES_ALIGN * TILES_ALIGN;
-    char *at = aligned_alloc(TILES_ALIGN, total);
+    size_t region = (total + TILES_ALIGN - 1) / TILES_ALIGN * TILES_ALIGN;
+    char *at = aligned_alloc(TILES_ALIGN, region);
     if (!at) return;
 #ifdef MADV_HUGEPAGE
-    madvise(at, total, MADV_HUGEPAGE); /* before the first write: the pages are not there yet */
+    madvise(at, region, MADV_HUGEPAGE); /* before the first write: the pages are not there yet */
 #endif
     m->tiles = at;
+    m->tiles_bytes = total;
     for (int i = 0; i < n; i++) {
         Tensor *w = matrix(m, i);
         size_t bytes = tiles_bytes(w);

@@ -47,6 +47,7 @@ typedef struct {
     bool tied;           /* no output.weight in the file */
     size_t weight_bytes; /* bytes of all weights read per token */
     void *tiles;         /* the matrices' tiles (tiles.h), when the kernels read them, or NULL */
+    size_t tiles_bytes;  /* of those tiles */
 } Qwen3Model;
 
 /* Loads and checks every key and tensor; on failure returns non-zero with err
