@@ -208,14 +208,17 @@ static int load_layer(const GgufFile *g, const Qwen3Config *c, int l, Qwen3Layer
 
 static size_t tensor_bytes(const Tensor *t) { return t->row_bytes * (size_t)t->ne[1]; }
 
-static size_t count_weight_bytes(const Qwen3Model *m) {
-    const Qwen3Config *c = &m->cfg;
-    size_t n = tensor_bytes(&m->output) + (size_t)c->dim * 4; /* one embedding row is read too */
-    for (int l = 0; l < c->n_layers; l++) {
-        const Qwen3Layer *L = &m->layers[l];
-        n += tensor_bytes(&L->wq) + tensor_bytes(&L->wk) + tensor_bytes(&L->wv) + tensor_bytes(&L->wo) +
-             tensor_bytes(&L->w_gate) + tensor_bytes(&L->w_up) + tensor_bytes(&L->w_down);
-    }
+/* Matrix i of the 7 per layer and the output, 7 * n_layers + 1 in all. */
+static Tensor *matrix(Qwen3Model *m, int i) {
+    if (i == 7 * m->cfg.n_layers) return &m->output;
+    Qwen3Layer *L = &m->layers[i / 7];
+    Tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    return ws[i % 7];
+}
+
+static size_t count_weight_bytes(Qwen3Model *m) {
+    size_t n = (size_t)m->cfg.dim * 4; /* one embedding row is read too */
+    for (int i = 0; i < 7 * m->cfg.n_layers + 1; i++) n += tensor_bytes(matrix(m, i));
     return n;
 }
 
@@ -225,21 +228,13 @@ static size_t count_weight_bytes(const Qwen3Model *m) {
  * than 4 KB ones). Without memory for it the kernels read the file's rows. */
 #define TILES_ALIGN ((size_t)2 << 20)
 
-/* Matrix i of the 7 per layer and the output, 7 * n_layers + 1 in all. */
-static Tensor *matrix(Qwen3Model *m, int i) {
-    if (i == 7 * m->cfg.n_layers) return &m->output;
-    Qwen3Layer *L = &m->layers[i / 7];
-    Tensor *ws[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-    return ws[i % 7];
-}
-
 static size_t padded(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 /* Once a matrix has tiles the kernels read only those: its rows' pages of the
  * file's mapping are let go (read again from the file if anything asks). */
 static void release_pages(const Tensor *w) {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), begin = (uintptr_t)w->data;
-    uintptr_t end = begin + w->row_bytes * (size_t)w->ne[1];
+    uintptr_t end = begin + tensor_bytes(w);
     begin = (begin + page - 1) / page * page; /* whole pages inside the matrix only */
     end = end / page * page;
     if (end > begin) madvise((void *)begin, end - begin, MADV_DONTNEED);
@@ -252,7 +247,7 @@ static void build_tiles(Qwen3Model *m) {
     for (int i = 0; i < n; i++) {
         const Tensor *w = matrix(m, i);
         total += padded(tiles_bytes(w));
-        if (tiles_bytes(w)) stored += w->row_bytes * (size_t)w->ne[1];
+        if (tiles_bytes(w)) stored += tensor_bytes(w);
     }
     /* Tiles are the size of what they copy; a file whose matrices overlap
      * (more bytes than the file) would make them any size: no tiles then. */
