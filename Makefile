@@ -45,13 +45,18 @@ N      ?= 64
 ARGS   ?=
 
 # ---- common/ ---------------------------------------------------------------
-COMMON_SRC := $(wildcard common/*.c)
+# One folder per layer, lowest first; a file includes only its own layer and
+# those below it (common/README.md; tests/tools/test_layers.c checks it).
+# Every folder is on the include path, so includes name the header alone.
+COMMON_LAYERS := model compute text run serve
+COMMON_INC    := -Icommon $(addprefix -Icommon/,$(COMMON_LAYERS))
+COMMON_SRC := $(wildcard common/*.c $(addsuffix /*.c,$(addprefix common/,$(COMMON_LAYERS))))
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 COMMON_LIB := $(BUILD)/obj/libcommon.a
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Icommon -c $< -o $@
+	$(CC) $(CFLAGS) $(COMMON_INC) -c $< -o $@
 
 $(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@
@@ -74,7 +79,7 @@ $$($(1)_LIB): $$($(1)_LIBOBJ)
 
 $(BUILD)/obj/chapters/$(1)/%.o: chapters/$(1)/%.c
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -Ichapters/$(1) -Icommon -c $$< -o $$@
+	$$(CC) $$(CFLAGS) -Ichapters/$(1) $(COMMON_INC) -c $$< -o $$@
 
 # A static pattern rule: the programs' objects are named, so make keeps them
 # (a plain pattern chain would delete them as intermediates, and relink next time).
@@ -85,7 +90,7 @@ $$($(1)_PROGRAMS): $(BUILD)/$(1)/%: $(BUILD)/obj/chapters/$(1)/%.o $$($(1)_LIB) 
 $(1)_TEST_SRC := $$(wildcard tests/chapters/$(1)/*.c)
 $(BUILD)/tests/chapter-$(1): $$($(1)_TEST_SRC) tests/harness.c $$(wildcard tests/ref/*.c) $$($(1)_LIB) $(COMMON_LIB)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) -Itests -Itests/ref -Ichapters/$(1) -Icommon -o $$@ $$^ $$(LDLIBS)
+	$$(CC) $$(CFLAGS) -Itests -Itests/ref -Ichapters/$(1) $(COMMON_INC) -o $$@ $$^ $$(LDLIBS)
 
 build-$(1): $$($(1)_PROGRAMS)
 endef
@@ -96,11 +101,11 @@ ALL_PROGRAMS := $(foreach c,$(CHAPTERS),$($(c)_PROGRAMS))
 # ---- tools -----------------------------------------------------------------
 $(BUILD)/tools/mkmodel: tools/mkmodel.c tools/gguf_writer.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itools $(COMMON_INC) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tools/%: tools/%.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(COMMON_INC) -o $@ $^ $(LDLIBS)
 
 # tools/*.mk: one file per tool. Make expands a rule's prerequisites when it
 # reads the rule, so a variable a rule depends on must be defined before it:
@@ -114,12 +119,12 @@ include $(filter-out tools/models.mk,$(sort $(wildcard tools/*.mk)))
 COMMON_TEST_SRC := $(wildcard tests/common/*.c)
 $(BUILD)/tests/common: $(COMMON_TEST_SRC) tests/harness.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests $(COMMON_INC) -o $@ $^ $(LDLIBS)
 
 CROSS_TEST_SRC := $(wildcard tests/cross/*.c)
 $(BUILD)/tests/cross: $(CROSS_TEST_SRC) tests/harness.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests $(COMMON_INC) -o $@ $^ $(LDLIBS)
 
 CHAPTER_TESTS := $(foreach c,$(CHAPTERS),$(if $($(c)_TEST_SRC),$(BUILD)/tests/chapter-$(c)))
 # tools/*.mk add their test binaries to EXTRA_TESTS and their programs to EXTRA_TOOLS.

@@ -29,10 +29,10 @@ LLAMACPP_DIR     := $(BUILD)/llamacpp
 PP_TG_CHAPTER := III.7
 $(BUILD)/tools/pp-tg: tools/bench/pp_tg.c $($(PP_TG_CHAPTER)_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ichapters/$(PP_TG_CHAPTER) -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Ichapters/$(PP_TG_CHAPTER) $(COMMON_INC) -o $@ $^ $(LDLIBS)
 $(BUILD)/tools/bench-llamacpp: tools/bench/llamacpp.c tools/bench/command.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools/bench -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itools/bench $(COMMON_INC) -o $@ $^ $(LDLIBS)
 EXTRA_TOOLS += $(BUILD)/tools/pp-tg $(BUILD)/tools/bench-llamacpp
 LLAMACPP_BATCHED := $(BUILD)/$(lastword $(foreach c,$(CHAPTERS),$(if $(wildcard chapters/$(c)/batched-bench.c),$(c))))/batched-bench
 

@@ -41,7 +41,7 @@ BENCH_MODELS   := $(foreach t,$(BENCH_TYPES),$(BENCH_DIR)/models/qwen3-0.6b-$(t)
 
 $(BUILD)/tools/bench: tools/bench/bench.c tools/bench/batched.c tools/bench/ab.c tools/bench/command.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itools/bench -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itools/bench $(COMMON_INC) -o $@ $^ $(LDLIBS)
 EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench
 
 # kv-bench runs the engine of the last chapter with a paged cache in process.
@@ -49,7 +49,7 @@ KV_BENCH_CHAPTER := $(lastword $(foreach c,$(CHAPTERS),$(if $(wildcard chapters/
 KV_BENCH := $(if $(KV_BENCH_CHAPTER),$(BUILD)/tools/kv-bench)
 $(BUILD)/tools/kv-bench: tools/bench/kv_bench.c $($(KV_BENCH_CHAPTER)_LIB) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ichapters/$(KV_BENCH_CHAPTER) -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Ichapters/$(KV_BENCH_CHAPTER) $(COMMON_INC) -o $@ $^ $(LDLIBS)
 
 # Made once and kept (order-only: a rebuilt mkmodel does not remake GBs of models),
 # after bench-space has said what they take and checked it is free.

@@ -33,7 +33,7 @@ $(BUILD)/tools/bookpp: $(BOOKPP_SRC) $(wildcard tools/chapters/*.h tools/exercis
 	$(CC) $(CFLAGS) -Itools/chapters -Itools/exercises -o $@ $(filter %.c,$^)
 $(BUILD)/tools/book-figures: tools/book/figures.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(COMMON_INC) -o $@ $^ $(LDLIBS)
 EXTRA_TOOLS += $(BUILD)/tools/bookpp $(BUILD)/tools/book-figures
 
 .PHONY: book book-setup book-links book-coverage book-figures book-check

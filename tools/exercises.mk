@@ -45,7 +45,7 @@ EXERCISE_RUN := $(BUILD)/exercises/$(chapter)/run/model-generate
 exercise-run: check-chapter $(COMMON_LIB) $(DEFAULT_MODEL)
 	@test -d $(EXERCISE_DIR) || { echo "no $(EXERCISE_DIR): make chapter=$(chapter) exercise" >&2; exit 2; }
 	@mkdir -p $(dir $(EXERCISE_RUN))
-	$(CC) $(EXERCISES_CFLAGS) -Wno-unused-function -I$(EXERCISE_DIR) -Icommon -o $(EXERCISE_RUN) \
+	$(CC) $(EXERCISES_CFLAGS) -Wno-unused-function -I$(EXERCISE_DIR) $(COMMON_INC) -o $(EXERCISE_RUN) \
 	  $(foreach f,$(wildcard $(EXERCISE_DIR)/*.c),$(if $(findstring -,$(notdir $(f))),,$(f))) \
 	  $(EXERCISE_DIR)/model-generate.c $(COMMON_LIB) $(LDLIBS)
 	$(EXERCISE_RUN) $(ARGS) $(MODEL) "$(PROMPT)" $(N)

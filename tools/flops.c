@@ -4,7 +4,7 @@
  *
  * Decoding B sequences at once reads each weight once for B rows, so as B
  * grows a step stops waiting for memory and waits for arithmetic. This
- * measures the two kinds the kernels do (common/simd_kernels.h), with the
+ * measures the two kinds the kernels do (common/compute/simd_kernels.h), with the
  * widest instructions the CPU has: float multiply-adds (F32, F16 and BF16
  * weights: 2 flops each) and 8-bit integer multiply-adds summed into 32-bit
  * lanes (quantized weights: vpdpbusd with AVX-512 VNNI, vpmaddubsw + vpmaddwd

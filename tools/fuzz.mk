@@ -30,7 +30,7 @@ FUZZ_HDR      := tests/fuzz/fuzz.h
 # The replay tests: one binary per target, in make test.
 $(BUILD)/tests/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_HDR) tests/harness.c $(BUILD)/obj/libcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DFUZZ_TARGET=$* -Itests -Itests/fuzz -Icommon -o $@ $(filter %.c %.a,$^) $(LDLIBS)
+	$(CC) $(CFLAGS) -DFUZZ_TARGET=$* -Itests -Itests/fuzz $(COMMON_INC) -o $@ $(filter %.c %.a,$^) $(LDLIBS)
 EXTRA_TESTS += $(foreach t,$(FUZZ_ALL),$(BUILD)/tests/fuzz-$(t))
 
 .PHONY: fuzz fuzz-setup fuzz-build fuzz-seeds
@@ -41,12 +41,12 @@ fuzz-setup:
 	  tools/apt-install.sh fuzz clang libclang-rt-dev
 
 # All of common/ built by clang with coverage instrumentation, in its own tree.
-FUZZ_LIB_SRC := $(wildcard common/*.c)
+FUZZ_LIB_SRC := $(COMMON_SRC)
 FUZZ_LIB     := $(FUZZ_DIR)/obj/libcommon.a
 
 $(FUZZ_DIR)/obj/%.o: %.c | fuzz-setup
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -Icommon -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(COMMON_INC) -c $< -o $@
 
 $(FUZZ_LIB): $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 	@rm -f $@
@@ -55,7 +55,7 @@ $(FUZZ_LIB): $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 # Each with libFuzzer's main; libfuzzer_help.c makes --help answer like every program here.
 $(FUZZ_DIR)/fuzz-%: tests/fuzz/fuzz_%.c tests/fuzz/libfuzzer_help.c $(FUZZ_HDR) $(FUZZ_LIB) | fuzz-setup
 	$(FUZZ_CC) $(filter-out -MMD -MP,$(FUZZ_CFLAGS)) -fsanitize=fuzzer -DFUZZ_NAME='"$*"' \
-	  -Itests/fuzz -Icommon -o $@ $(filter %.c,$^) $(FUZZ_LIB) $(LDLIBS)
+	  -Itests/fuzz $(COMMON_INC) -o $@ $(filter %.c,$^) $(FUZZ_LIB) $(LDLIBS)
 
 fuzz-build: $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/fuzz-$(t))
 
@@ -77,4 +77,4 @@ fuzz: fuzz-build
 
 fuzz-seeds: $(BUILD)/tools/mkmodel $(BUILD)/II.2/model-generate
 	tools/fuzz-seeds.sh $(BUILD)
--include $(wildcard $(FUZZ_DIR)/obj/common/*.d)
+-include $(wildcard $(FUZZ_DIR)/obj/common/*.d $(FUZZ_DIR)/obj/common/*/*.d)

@@ -1,6 +1,6 @@
-/* gen_unicode.c: writes common/unicode_data.c from the Unicode Character Database.
+/* gen_unicode.c: writes common/text/unicode_data.c from the Unicode Character Database.
  *
- *   gen_unicode UnicodeData.txt common/unicode_data.c [version]
+ *   gen_unicode UnicodeData.txt common/text/unicode_data.c [version]
  *
  * The tokenizer's pre-tokenizer needs two character classes: "letter" (general
  * category L*) and "number" (N*). UnicodeData.txt lists one code point per line

@@ -1,4 +1,4 @@
-/* gguf_writer.h: writes GGUF v3 files (the layout of common/gguf.h).
+/* gguf_writer.h: writes GGUF v3 files (the layout of common/model/gguf.h).
  *
  * Usage: collect metadata and tensor infos in memory, then stream:
  *

@@ -7,12 +7,12 @@
 
 $(BUILD)/tools/loadgen: tools/loadgen.c $(BUILD)/obj/libcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(COMMON_INC) -o $@ $^ $(LDLIBS)
 
 LOADGEN_TEST_SRC := $(wildcard tests/loadgen/*.c)
 $(BUILD)/tests/loadgen: $(LOADGEN_TEST_SRC) tests/harness.c $(BUILD)/obj/libcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Itests/loadgen -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -Itests/loadgen $(COMMON_INC) -o $@ $^ $(LDLIBS)
 EXTRA_TESTS += $(BUILD)/tests/loadgen
 
 # The test runs the program: make test builds it.

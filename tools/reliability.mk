@@ -10,5 +10,5 @@
 RELIABILITY_TEST_SRC := $(wildcard tests/reliability/*.c)
 $(BUILD)/tests/reliability: $(RELIABILITY_TEST_SRC) tests/harness.c $(BUILD)/obj/libcommon.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Icommon -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests $(COMMON_INC) -o $@ $^ $(LDLIBS)
 EXTRA_TESTS += $(BUILD)/tests/reliability

@@ -41,7 +41,7 @@ server-test-deps:
 SERVER_TEST_SRC = $(wildcard tests/server/*.c)
 $(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/harness.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -Icommon -DSERVER_CHAPTERS='"$(SERVER_CHAPTERS)"' -o $@ \
+	$(CC) $(CFLAGS) -Itests $(COMMON_INC) -DSERVER_CHAPTERS='"$(SERVER_CHAPTERS)"' -o $@ \
 	  $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
 
 EXTRA_TESTS += $(if $(SERVER_CHAPTERS),$(BUILD)/tests/server)

@@ -1,5 +1,5 @@
 /* chat-server (chapter III.4): an OpenAI-compatible HTTP server. The HTTP
- * side is common/server.c; this chapter's engine (serve.c) runs one request
+ * side is common/serve/server.c; this chapter's engine (serve.c) runs one request
  * at a time from a bounded queue, each on a cache from the paged pool. */
 #include <stdio.h>
 #include <stdlib.h>

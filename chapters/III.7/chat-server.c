@@ -1,5 +1,5 @@
 /* chat-server (chapter III.7): an OpenAI-compatible HTTP server. The HTTP
- * side is common/server.c; this chapter's engine (scheduler.c) runs many
+ * side is common/serve/server.c; this chapter's engine (scheduler.c) runs many
  * requests at once in slots, sharing cached prefixes (radix.c). */
 #include <stdio.h>
 #include <stdlib.h>

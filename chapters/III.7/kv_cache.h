@@ -91,7 +91,7 @@ int kv_flags_parse(KvFlags *f, int argc, char **argv, int *i, char *err);
  * program whose --kv is parsed elsewhere). */
 void kv_flags_usage(FILE *out);
 void kv_flags_usage_pool(FILE *out);
-/* model-generate's --kv is common/cli.c's; the pool flags join its command
+/* model-generate's --kv is common/run/cli.c's; the pool flags join its command
  * line as the chapter's own options, filling f. */
 CliExtra kv_flags_cli(KvFlags *f);
 /* The pool the flags ask for, given the longest sequence (ctx) it must hold:

@@ -154,7 +154,7 @@ TEST(book_tables_about_the_code_are_computed) {
     const char *md = scratch_md("tables.md", "<!-- @exercises -->\n<!-- @code-lines -->\n");
     snprintf(cmd, sizeof cmd, "%s '%s'", bookpp(), md);
     rc = run(cmd, &out);
-    CHECK_MSG(rc == 0 && !strstr(out, "@exercises") && strstr(out, "| `chapters/II.1` |") && strstr(out, "| `common` |"),
+    CHECK_MSG(rc == 0 && !strstr(out, "@exercises") && strstr(out, "| `chapters/II.1` |") && strstr(out, "| `common`, all |") && strstr(out, "| `common/model` |"),
               "%s:\n%s", cmd, out);
     for (char *id = strtok(list, "\n"); id; id = strtok(NULL, "\n")) {
         char want[128];

@@ -1,4 +1,4 @@
-/* test_chat.c: the Qwen3 chat template (common/chat.c). */
+/* test_chat.c: the Qwen3 chat template (common/text/chat.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

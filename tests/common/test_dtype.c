@@ -1,4 +1,4 @@
-/* test_dtype.c: element types (common/dtype.c). Every quantized block here is
+/* test_dtype.c: element types (common/model/dtype.c). Every quantized block here is
  * built byte by byte and every expected value comes from the format's formula
  * (book/appendix-gguf.md A.3) written out again in the test. */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* test_gen_request.c: a generation request between an engine and a client
- * (common/gen_request.c, server.h): tokens become the client's text with
+ * (common/serve/gen_request.c, server.h): tokens become the client's text with
  * whole UTF-8 characters, stop strings, max_tokens and end-of-generation;
  * cancelling, failing, logprobs, and an engine thread racing the client. */
 #include <math.h>

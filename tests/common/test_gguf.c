@@ -1,4 +1,4 @@
-/* test_gguf.c: the GGUF reader (common/gguf.c), on files built in memory by a
+/* test_gguf.c: the GGUF reader (common/model/gguf.c), on files built in memory by a
  * tiny writer below, then on every kind of malformed file. */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* test_http.c: the HTTP request parser, chunked bodies, connections over a
  * socket pair (keep-alive, pipelining, timeouts, 100-continue) and the
- * response writers (common/http.c). */
+ * response writers (common/serve/http.c). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_json.c: the JSON reader and writers (common/json.c). */
+/* test_json.c: the JSON reader and writers (common/text/json.c). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

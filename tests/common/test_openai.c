@@ -1,6 +1,6 @@
 /* test_openai.c: reading OpenAI request bodies (every field, its type and
  * range, what is ignored) and writing responses, chunks and error bodies
- * (common/openai.c). */
+ * (common/serve/openai.c). */
 #include <stdlib.h>
 #include <string.h>
 

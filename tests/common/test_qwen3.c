@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "backend.h"
 #include "backend_simd.h"
 #include "qwen3.h"
 #include "tiles.h"
@@ -88,8 +89,9 @@ TEST(qwen3_untied_output) {
     free(data);
 }
 
-/* An AVX-512 build reads Q8_0, Q4_0 and Q4_1 matrices from tiles: the loader
- * builds them for every such matrix (the tied output's too), and only then. */
+/* An AVX-512 build reads Q8_0, Q4_0 and Q4_1 matrices from tiles: the reader
+ * makes none, and qwen3_attach_tiles (what qwen3_load does next) builds them
+ * for every such matrix (the tied output's too), and only then. */
 TEST(qwen3_tiles_for_the_kernels) {
     size_t len;
     char *data = load_bytes("small-q8_0", &len);
@@ -97,6 +99,8 @@ TEST(qwen3_tiles_for_the_kernels) {
     Qwen3Model m;
     char err[ERR_MAX];
     CHECK_EQ_INT(load_from(data, len, &m, err), 0);
+    CHECK(m.tiles == NULL && m.layers[0].wq.tiles == NULL);
+    qwen3_attach_tiles(&m);
     bool want = simd_reads_tiles();
     CHECK(want == (m.tiles != NULL));
     CHECK(m.tok_embd.tiles == NULL); /* embedding rows are read from the file */

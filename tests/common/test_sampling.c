@@ -1,4 +1,4 @@
-/* test_sampling.c: the samplers, the generator and the exp of common/sampling.c. */
+/* test_sampling.c: the samplers, the generator and the exp of common/run/sampling.c. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

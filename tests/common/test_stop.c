@@ -1,4 +1,4 @@
-/* test_stop.c: the stop-string matcher (common/stop.c). */
+/* test_stop.c: the stop-string matcher (common/run/stop.c). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* test_tokenizer.c: the BPE tokenizer (common/tokenizer.c).
+/* test_tokenizer.c: the BPE tokenizer (common/text/tokenizer.c).
  *
  * The first tests build a small vocabulary in memory: the 256 byte tokens in
  * GPT-2 order, a few merges and some special tokens. The conformance tests at

@@ -1,5 +1,5 @@
 /* test_unicode.c: UTF-8, character classes, the GPT-2 byte map, streaming
- * (common/unicode.c). */
+ * (common/text/unicode.c). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "backend.h"
 #include "qwen3.h"
 #include "run.h"
 #include "util.h"

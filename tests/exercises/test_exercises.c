@@ -143,7 +143,8 @@ TEST(exercises_stubs_compile_for_every_marked_function) {
         int code;
         char *out = run(&code,
                         "cd '%s' && for f in *.c; do ${CC:-cc} -std=c11 -Wall -Wextra -Wno-unused-parameter "
-                        "-Wno-unused-function -Werror -D_GNU_SOURCE -I. -I\"$OLDPWD/common\" -c \"$f\" -o \"$f.o\" "
+                        "-Wno-unused-function -Werror -D_GNU_SOURCE -I. -I\"$OLDPWD/common\" $(for d in \"$OLDPWD\"/common/*/; do "
+                        "printf ' -I%%s' \"$d\"; done) -c \"$f\" -o \"$f.o\" "
                         "|| exit 1; done; grep -c 'is not implemented yet' *.c",
                         dir);
         CHECK_MSG(code == 0, "%s: a stubbed copy does not compile:\n%s", ch.items[c], out);

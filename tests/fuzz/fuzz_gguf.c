@@ -5,6 +5,7 @@
  * the checks let through would be read out of bounds here. */
 #include <string.h>
 
+#include "backend.h"
 #include "dtype.h"
 #include "fuzz.h"
 #include "qwen3.h"
@@ -100,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tokenizer_free(tok);
     Qwen3Model m;
     if (qwen3_from_gguf(&m, &g, err) == 0) {
+        qwen3_attach_tiles(&m);
         read_every_weight(&m);
         qwen3_free(&m);
     } else {

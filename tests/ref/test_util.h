@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "harness.h"
+#include "backend.h"
 #include "qwen3.h"
 #include "util.h"
 

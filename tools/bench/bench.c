@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "ab.h"
+#include "backend.h"
 #include "batched.h"
 #include "command.h"
 #include "json.h"

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "command.h"
 #include "qwen3.h"
 #include "util.h"

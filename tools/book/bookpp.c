@@ -308,14 +308,15 @@ static void gen_exercises(FILE *out) {
     free(cdir);
 }
 
-/* Lines and files of the .c and .h files under dir (not recursing). */
-static void count_lines(const char *dir, int *files, long *lines) {
+/* Lines and files of the .c and .h files under dir (in its folders too when
+ * recurse). */
+static void count_lines(const char *dir, bool recurse, int *files, long *lines) {
     StrList l = {0};
     chapfs_list_files(dir, &l);
     *files = 0;
     *lines = 0;
     for (int i = 0; i < l.n; i++) {
-        if (!cfuncs_is_c_file(l.items[i]) || strchr(l.items[i], '/')) continue;
+        if (!cfuncs_is_c_file(l.items[i]) || (!recurse && strchr(l.items[i], '/'))) continue;
         char *p = chapfs_printf("%s/%s", dir, l.items[i]);
         size_t len;
         char *s = chapfs_read(p, &len);
@@ -336,7 +337,7 @@ static void gen_code_lines(FILE *out) {
     long lines;
     for (int c = 0; c < chapters.n; c++) {
         char *d = chapfs_printf("%s/%s", cdir, chapters.items[c]);
-        count_lines(d, &files, &lines);
+        count_lines(d, false, &files, &lines);
         ExerciseList l = {0};
         exercises_of_chapter(cdir, chapters.items[c], &l, &problems);
         int points = 0;
@@ -345,8 +346,17 @@ static void gen_code_lines(FILE *out) {
         exercises_free(&l);
         free(d);
     }
-    count_lines(common, &files, &lines);
-    fprintf(out, "| `common` | %d | %ld | | |\n", files, lines);
+    StrList layers = {0};
+    chapfs_list_chapters(common, &layers); /* its folders: one per layer */
+    for (int i = 0; i < layers.n; i++) {
+        char *d = chapfs_printf("%s/%s", common, layers.items[i]);
+        count_lines(d, false, &files, &lines);
+        fprintf(out, "| `common/%s` | %d | %ld | | |\n", layers.items[i], files, lines);
+        free(d);
+    }
+    strlist_free(&layers);
+    count_lines(common, true, &files, &lines);
+    fprintf(out, "| `common`, all | %d | %ld | | |\n", files, lines);
     strlist_free(&chapters);
     strlist_free(&problems);
     free(cdir);

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "json.h"
 #include "qwen3.h"
 

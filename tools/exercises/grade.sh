@@ -60,8 +60,11 @@ find "$cache" -type f -mtime +7 -exec rm -f {} + # objects no grading has used f
 flags="$CFLAGS -Wno-unused-function"
 run_timeout=
 command -v timeout >/dev/null 2>&1 && run_timeout="timeout $limit"
+# common/ and each of its layers' folders (see the Makefile's COMMON_INC).
+common_inc=-Icommon
+for d in common/*/; do common_inc="$common_inc -I${d%/}"; done
 # What every object depends on besides its own file and the variant's headers.
-base_key=$( (echo "$CC $flags"; cat common/*.h tests/*.h tests/ref/*.h 2>/dev/null) | cksum | tr ' ' '-')
+base_key=$( (echo "$CC $flags"; cat common/*.h common/*/*.h tests/*.h tests/ref/*.h 2>/dev/null) | cksum | tr ' ' '-')
 
 # compile SRC: sets obj, the object of SRC compiled against $variant's headers.
 # Objects are cached by content ($hkey: compiler, flags and headers; then the
@@ -70,7 +73,7 @@ base_key=$( (echo "$CC $flags"; cat common/*.h tests/*.h tests/ref/*.h 2>/dev/nu
 compile() {
     obj=$cache/$( (echo "$hkey ${1#"$variant"/}"; cat "$1") | cksum | tr ' ' '-').o
     [ -f "$obj" ] && touch "$obj" && return 0
-    $CC $flags -Itests -Itests/ref -I"$variant" -Icommon -c "$1" -o "$obj.tmp$$" >>"$log" 2>&1 || return 1
+    $CC $flags -Itests -Itests/ref -I"$variant" $common_inc -c "$1" -o "$obj.tmp$$" >>"$log" 2>&1 || return 1
     mv "$obj.tmp$$" "$obj"
 }
 

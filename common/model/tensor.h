@@ -1,5 +1,5 @@
 /* tensor.h: a weight tensor: a typed view into the model file (and maybe its
- * tiles, tiles.h). Activations are plain float arrays whose shapes are written
+ * tiles: compute/tiles.h). Activations are plain float arrays whose shapes are written
  * next to them. */
 #ifndef TENSOR_H
 #define TENSOR_H
@@ -15,11 +15,14 @@ typedef struct {
     int64_t ne[4];     /* ne[0] = row length (contiguous), ne[1] = rows */
     size_t row_bytes;  /* bytes of one row of ne[0] elements */
     const void *data;  /* row r starts at (const char *)data + r * row_bytes */
-    const void *tiles; /* the same weights in 16-row tiles (tiles.h), or NULL */
+    const void *tiles; /* the same weights in 16-row tiles (compute/tiles.h), or NULL */
 } Tensor;
 
 static inline const void *tensor_row(const Tensor *t, int64_t r) {
     return (const char *)t->data + (size_t)r * t->row_bytes;
 }
+
+/* Bytes of the whole matrix (ne[1] rows). */
+static inline size_t tensor_bytes(const Tensor *t) { return t->row_bytes * (size_t)t->ne[1]; }
 
 #endif

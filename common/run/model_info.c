@@ -3,6 +3,7 @@
  * refuses; the last line says whether it runs them, with the loader's own
  * error when it does not. */
 #include "model_info.h"
+#include "backend.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* qwen3.h: a Qwen3 model read from a GGUF file: its configuration and its
- * weights, which stay in the file's mapping in their stored types (on an
- * AVX-512 machine the Q8_0, Q4_0 and Q4_1 matrices are read from a copy in
- * tiles instead: tiles.h). */
+ * weights, which stay in the file's mapping in their stored types. Loading a
+ * file for the kernels (qwen3_load) is one layer up, in compute/backend.h:
+ * only the kernels know which second layout of a matrix they read (tiles.h). */
 #ifndef QWEN3_H
 #define QWEN3_H
 
@@ -46,15 +46,18 @@ typedef struct {
     Tensor output;       /* [vocab rows, dim]: output.weight, or tok_embd when tied */
     bool tied;           /* no output.weight in the file */
     size_t weight_bytes; /* bytes of all weights read per token */
-    void *tiles;         /* the matrices' tiles (tiles.h), when the kernels read them, or NULL */
+    void *tiles;         /* the matrices' tiles (compute/tiles.h) when the kernels read them, or
+                          * NULL; made by qwen3_load, freed by qwen3_free */
     size_t tiles_bytes;  /* of those tiles */
 } Qwen3Model;
 
-/* Loads and checks every key and tensor; on failure returns non-zero with err
- * naming the file and what is wrong, and *m holds nothing to free. */
-int qwen3_load(Qwen3Model *m, const char *path, char *err);
-/* The same on a GGUF already opened; takes ownership of *file on success. */
+/* Reads and checks every key and tensor of a GGUF already opened; takes
+ * ownership of *file on success. On failure returns non-zero with err saying
+ * what is wrong, and *m holds nothing to free. */
 int qwen3_from_gguf(Qwen3Model *m, GgufFile *file, char *err);
 void qwen3_free(Qwen3Model *m);
+/* Matrix i of the 7 per layer (wq wk wv wo w_gate w_up w_down) and the
+ * output: 7 * n_layers + 1 in all. */
+Tensor *qwen3_matrix(Qwen3Model *m, int i);
 
 #endif

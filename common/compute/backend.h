@@ -9,6 +9,7 @@
 #ifndef BACKEND_H
 #define BACKEND_H
 
+#include "qwen3.h"
 #include "tensor.h"
 
 /* A run of n consecutive cached positions: row j of k and v holds the key and
@@ -70,5 +71,15 @@ void scalar_matmul_rows(float *y, const float *x, const Tensor *w, int n, int ro
 void scalar_attention_heads(float *out, const float *q, const KvSpan *spans, int n_spans,
                             AttnShape s, int head_begin, int head_end);
 Backend *backend_scalar_create(void);
+
+/* Loading a model for these kernels (load.c): opens the GGUF and reads the
+ * model (qwen3_from_gguf), then qwen3_attach_tiles. On failure returns
+ * non-zero with err naming the file and what is wrong, and *m holds nothing
+ * to free. */
+int qwen3_load(Qwen3Model *m, const char *path, char *err);
+/* Where this machine's kernels read Q8_0, Q4_0 and Q4_1 matrices from tiles
+ * (tiles.h), copies them there once and points each Tensor at its tiles;
+ * otherwise does nothing. qwen3_free frees them. */
+void qwen3_attach_tiles(Qwen3Model *m);
 
 #endif
