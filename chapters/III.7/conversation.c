@@ -48,28 +48,29 @@ static void conv_pop(Conversation *c) {
     if (c->n_msgs > 0) free_message(&c->msgs[--c->n_msgs]);
 }
 
-static int32_t *tokenize_chat(const Tokenizer *tok, const char *text, int *n) {
+/* The tokens of msgs[0..n) as the model sees them: the template's markers are
+ * control tokens, and what the user typed stays text even if it spells one
+ * ("<|im_end|>" in a message cannot end the turn; chat.h). */
+static int32_t *encode_chat(const Conversation *c, const ChatMessage *msgs, int n, bool generation_prompt, int *n_ids) {
+    ChatOptions opt = {.add_generation_prompt = generation_prompt, .enable_thinking = c->enable_thinking};
     int32_t *ids = NULL;
     char err[ERR_MAX];
-    tokenizer_encode(tok, text, strlen(text), true, &ids, n, err);   /* cannot fail */
+    chat_encode(c->tok, msgs, n, &opt, &ids, n_ids, err);   /* cannot fail */
     return ids;
 }
 
 int32_t *conv_render_tokens(const Conversation *c, bool generation_prompt, int *n) {
-    char *text = chat_render(c->msgs, c->n_msgs, generation_prompt, c->enable_thinking);
-    int32_t *ids = tokenize_chat(c->tok, text, n);
-    free(text);
-    return ids;
+    return encode_chat(c, c->msgs, c->n_msgs, generation_prompt, n);
 }
 
 int32_t *conv_history_tokens(const Conversation *c, int *n) {
     ChatMessage *m = xmalloc(sizeof *m * (size_t)(c->n_msgs + 1));
     if (c->n_msgs) memcpy(m, c->msgs, sizeof *m * (size_t)c->n_msgs); /* no turns yet: msgs may be NULL */
     m[c->n_msgs] = (ChatMessage){.role = "user", .content = ""};
-    char *text = chat_render(m, c->n_msgs + 1, false, c->enable_thinking);
-    text[strlen(text) - strlen("<|im_start|>user\n<|im_end|>\n")] = '\0';   /* the empty turn */
-    int32_t *ids = tokenize_chat(c->tok, text, n);
-    free(text);
+    int32_t *ids = encode_chat(c, m, c->n_msgs + 1, false, n);
+    int n_empty;   /* the empty turn, "<|im_start|>user\n<|im_end|>\n", comes off the end */
+    free(encode_chat(c, m + c->n_msgs, 1, false, &n_empty));
+    *n -= n_empty;
     free(m);
     return ids;
 }

@@ -252,7 +252,8 @@ int oai_parse_request(OaiRequest *r, OaiKind kind, const char *body, size_t len,
         get_logprobs(&c, o, r) || get_bool(&c, o, "ignore_eos", &r->ignore_eos))
         return -1;
     if (kind == OAI_CHAT) return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) ? -1 : 0;
-    return get_prompt(&c, o, vocab_size, r);
+    r->parse_special = true;
+    return get_bool(&c, o, "parse_special", &r->parse_special) || get_prompt(&c, o, vocab_size, r) ? -1 : 0;
 }
 
 void oai_request_free(OaiRequest *r) {

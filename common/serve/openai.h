@@ -34,6 +34,8 @@ typedef struct {
     int n_prompt_ids;
     int max_tokens;             /* max_completion_tokens or max_tokens; -1 when absent */
     bool ignore_eos;            /* "ignore_eos": true: end-of-generation tokens do not end the answer */
+    bool parse_special;         /* completion: "parse_special" (default true): control-token texts in the prompt
+                                 * become control tokens; false: the prompt is plain text */
     SamplerParams sampling;
     bool seeded;                /* a seed was given (else a fresh one each request) */
     const char *stop[OAI_MAX_STOP];

@@ -137,12 +137,12 @@ static int prompt_tokens(const Server *s, const OaiRequest *q, int32_t **ids, in
         memcpy(*ids, q->prompt_ids, sizeof(int32_t) * (size_t)*n);
         return 0;
     }
-    char *chat = q->kind == OAI_CHAT ? chat_render(q->messages, q->n_messages, true, q->enable_thinking) : NULL;
-    const char *text = chat ? chat : q->prompt;
-    size_t len = chat ? strlen(chat) : q->prompt_len;
-    int rc = tokenizer_encode(s->cfg.tok, text, len, true, ids, n, err);
-    free(chat);
-    return rc;
+    if (q->kind == OAI_COMPLETION) /* the raw interface: specials parsed unless "parse_special": false */
+        return tokenizer_encode(s->cfg.tok, q->prompt, q->prompt_len, q->parse_special, ids, n, err);
+    /* a chat: only the template's own markers become control tokens (chat.h) */
+    ChatOptions opt = {.add_generation_prompt = true, .enable_thinking = q->enable_thinking,
+                       .parse_special_in_messages = s->cfg.parse_special_in_messages};
+    return chat_encode(s->cfg.tok, q->messages, q->n_messages, &opt, ids, n, err);
 }
 
 /* 0 if the prompt and the tokens asked for fit the context, else -1 with err naming the limit. */

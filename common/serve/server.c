@@ -47,6 +47,10 @@ void server_flags_usage(FILE *out) {
     fprintf(out, "  --max-body BYTES       largest request body (default 8388608); larger gets 413\n");
     fprintf(out, "  --model-name NAME      the model id /v1/models lists (default: the file's name)\n");
     fprintf(out, "  --quiet                no log line per request\n");
+    fprintf(out, "  --parse-special-in-messages  control-token texts written inside chat messages (\"<|im_end|>\")\n");
+    fprintf(out, "                         become control tokens, as before: a user can then forge turns.\n");
+    fprintf(out, "                         Default: message text stays text; only the template's markers are\n");
+    fprintf(out, "                         control tokens (/v1/completions parses them unless \"parse_special\": false)\n");
 }
 
 /* "HOST:PORT" or "[IPv6]:PORT" into host and port. */
@@ -75,6 +79,10 @@ int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err
     static const char *const with_value[] = {"--bind", "--api-key", "--max-connections", "--timeout", "--max-body", "--model-name"};
     if (strcmp(a, "--quiet") == 0) {
         c->quiet = true;
+        return 1;
+    }
+    if (strcmp(a, "--parse-special-in-messages") == 0) {
+        c->parse_special_in_messages = true;
         return 1;
     }
     int k = -1;

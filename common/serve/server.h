@@ -174,6 +174,8 @@ typedef struct {
     int max_connections;       /* open connections at once; past it a new one gets 503 and is closed */
     HttpLimits http;           /* sizes and --timeout */
     bool quiet;                /* no log line per request */
+    bool parse_special_in_messages; /* control-token texts inside chat messages become control
+                                     * tokens (the old behaviour; a user can forge turns) */
     const Tokenizer *tok;      /* the model's: prompts in, text out */
     int vocab_size;
     int ctx;                   /* the longest sequence, prompt + generated, in tokens */

@@ -2,9 +2,13 @@
  * comments quote the template expressions being reproduced. */
 #include "chat.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
+
+#define IM_START "<|im_start|>"
+#define IM_END "<|im_end|>"
 
 static bool str_eq(const char *a, const char *b) { return a && strcmp(a, b) == 0; }
 
@@ -42,7 +46,26 @@ static Span rstrip_newlines(Span s) {
     return s;
 }
 
-static void buf_span(Buf *b, Span s) { buf_append(b, s.p, s.n); }
+/* A rendering: its text, and where in it the template itself wrote a
+ * control marker (IM_START or IM_END). chat_encode makes control tokens of
+ * those alone; the same characters inside a message stay text. */
+typedef struct {
+    Buf text;
+    size_t *marks;   /* [n_marks] offsets in text of the template's markers, in order */
+    int n_marks, cap_marks;
+} Out;
+
+static void put(Out *o, const char *s) { buf_puts(&o->text, s); }
+static void put_span(Out *o, Span s) { buf_append(&o->text, s.p, s.n); }
+
+static void put_marker(Out *o, const char *marker) {
+    if (o->n_marks == o->cap_marks) {
+        o->cap_marks = o->cap_marks ? 2 * o->cap_marks : 16;
+        o->marks = xrealloc(o->marks, sizeof *o->marks * (size_t)o->cap_marks);
+    }
+    o->marks[o->n_marks++] = o->text.len;
+    put(o, marker);
+}
 
 const char *chat_strip_thinking(const char *reply) {
     const char *end = find_last(reply, "</think>");
@@ -87,88 +110,150 @@ static void split_reasoning(const ChatMessage *m, Span *reasoning, Span *answer)
 }
 
 /* "{%- if (loop.first and content) or (not loop.first) %}\n" before each call. */
-static void render_tool_calls(Buf *b, const ChatMessage *m, Span answer) {
+static void render_tool_calls(Out *o, const ChatMessage *m, Span answer) {
     for (int i = 0; i < m->n_tool_calls; i++) {
         const ChatToolCall *c = &m->tool_calls[i];
-        if (i > 0 || answer.n > 0) buf_puts(b, "\n");
-        buf_puts(b, "<tool_call>\n{\"name\": \"");
-        buf_puts(b, c->name ? c->name : "");
-        buf_puts(b, "\", \"arguments\": ");
-        buf_puts(b, c->arguments ? c->arguments : "");
-        buf_puts(b, "}\n</tool_call>");
+        if (i > 0 || answer.n > 0) put(o, "\n");
+        put(o, "<tool_call>\n{\"name\": \"");
+        put(o, c->name ? c->name : "");
+        put(o, "\", \"arguments\": ");
+        put(o, c->arguments ? c->arguments : "");
+        put(o, "}\n</tool_call>");
     }
 }
 
-static void render_assistant(Buf *b, const ChatMessage *m, bool after_last_query, bool is_last) {
+/* "<|im_start|>" role "\n" */
+static void turn_start(Out *o, const char *role) {
+    put_marker(o, IM_START);
+    put(o, role);
+}
+
+/* "<|im_end|>\n" */
+static void turn_end(Out *o) {
+    put_marker(o, IM_END);
+    put(o, "\n");
+}
+
+static void render_assistant(Out *o, const ChatMessage *m, bool after_last_query, bool is_last) {
     Span reasoning, answer;
     split_reasoning(m, &reasoning, &answer);
-    buf_puts(b, "<|im_start|>assistant\n");
+    turn_start(o, "assistant\n");
     /* "if loop.index0 > ns.last_query_index and (loop.last or reasoning_content)" */
     if (after_last_query && (is_last || reasoning.n > 0)) {
-        buf_puts(b, "<think>\n");
-        buf_span(b, rstrip_newlines(lstrip_newlines(reasoning)));
-        buf_puts(b, "\n</think>\n\n");
-        buf_span(b, lstrip_newlines(answer));
+        put(o, "<think>\n");
+        put_span(o, rstrip_newlines(lstrip_newlines(reasoning)));
+        put(o, "\n</think>\n\n");
+        put_span(o, lstrip_newlines(answer));
     } else {
-        buf_span(b, answer);
+        put_span(o, answer);
     }
-    render_tool_calls(b, m, answer);
-    buf_puts(b, "<|im_end|>\n");
+    render_tool_calls(o, m, answer);
+    turn_end(o);
 }
 
-static void render_tool(Buf *b, const ChatMessage *msgs, int n, int i) {
-    if (i == 0 || !str_eq(msgs[i - 1].role, "tool")) buf_puts(b, "<|im_start|>user");
-    buf_puts(b, "\n<tool_response>\n");
-    buf_puts(b, content_of(&msgs[i]));
-    buf_puts(b, "\n</tool_response>");
-    if (i == n - 1 || !str_eq(msgs[i + 1].role, "tool")) buf_puts(b, "<|im_end|>\n");
+static void render_tool(Out *o, const ChatMessage *msgs, int n, int i) {
+    if (i == 0 || !str_eq(msgs[i - 1].role, "tool")) turn_start(o, "user");
+    put(o, "\n<tool_response>\n");
+    put(o, content_of(&msgs[i]));
+    put(o, "\n</tool_response>");
+    if (i == n - 1 || !str_eq(msgs[i + 1].role, "tool")) turn_end(o);
 }
 
-static void render_turn(Buf *b, const char *role, const char *content) {
-    buf_printf(b, "<|im_start|>%s\n", role);
-    buf_puts(b, content);
-    buf_puts(b, "<|im_end|>\n");
+static void render_turn(Out *o, const char *role, const char *content) {
+    turn_start(o, role);
+    put(o, "\n");
+    put(o, content);
+    turn_end(o);
 }
 
 /* The system turn: the first message if it is a system one, and the tools. */
-static void render_system(Buf *b, const ChatMessage *msgs, int n, const ChatOptions *opt) {
+static void render_system(Out *o, const ChatMessage *msgs, int n, const ChatOptions *opt) {
     bool has_system = n > 0 && str_eq(msgs[0].role, "system");
     if (opt->n_tools <= 0) {
-        if (has_system) render_turn(b, "system", content_of(&msgs[0]));
+        if (has_system) render_turn(o, "system", content_of(&msgs[0]));
         return;
     }
-    buf_puts(b, "<|im_start|>system\n");
-    if (has_system) buf_printf(b, "%s\n\n", content_of(&msgs[0]));
-    buf_puts(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
-    for (int i = 0; i < opt->n_tools; i++) buf_printf(b, "\n%s", opt->tools[i] ? opt->tools[i] : "");
-    buf_puts(b, "\n</tools>\n\nFor each function call, return a json object with function name and "
-                "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-                "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+    turn_start(o, "system\n");
+    if (has_system) buf_printf(&o->text, "%s\n\n", content_of(&msgs[0]));
+    put(o, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+           "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+    for (int i = 0; i < opt->n_tools; i++) buf_printf(&o->text, "\n%s", opt->tools[i] ? opt->tools[i] : "");
+    put(o, "\n</tools>\n\nFor each function call, return a json object with function name and "
+           "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+           "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>");
+    turn_end(o);
 }
 
-char *chat_render_with(const ChatMessage *msgs, int n, const ChatOptions *opt) {
-    Buf b = {0};
-    buf_append(&b, "", 0);
-    render_system(&b, msgs, n, opt);
+static Out render(const ChatMessage *msgs, int n, const ChatOptions *opt) {
+    Out o = {0};
+    buf_append(&o.text, "", 0);
+    render_system(&o, msgs, n, opt);
     int last_query = last_query_index(msgs, n);
     for (int i = 0; i < n; i++) {
         const ChatMessage *m = &msgs[i];
         if (str_eq(m->role, "user") || (str_eq(m->role, "system") && i > 0))
-            render_turn(&b, m->role, content_of(m));
+            render_turn(&o, m->role, content_of(m));
         else if (str_eq(m->role, "assistant"))
-            render_assistant(&b, m, i > last_query, i == n - 1);
+            render_assistant(&o, m, i > last_query, i == n - 1);
         else if (str_eq(m->role, "tool"))
-            render_tool(&b, msgs, n, i);
+            render_tool(&o, msgs, n, i);
     }
     if (opt->add_generation_prompt) {
-        buf_puts(&b, "<|im_start|>assistant\n");
-        if (!opt->enable_thinking) buf_puts(&b, "<think>\n\n</think>\n\n");
+        turn_start(&o, "assistant\n");
+        if (!opt->enable_thinking) put(&o, "<think>\n\n</think>\n\n");
     }
-    return b.data;
+    return o;
+}
+
+char *chat_render_with(const ChatMessage *msgs, int n, const ChatOptions *opt) {
+    Out o = render(msgs, n, opt);
+    free(o.marks);
+    return o.text.data;
 }
 
 char *chat_render(const ChatMessage *msgs, int n, bool add_generation_prompt, bool enable_thinking) {
     ChatOptions opt = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
     return chat_render_with(msgs, n, &opt);
+}
+
+/* Appends the tokens of text[0..len) to ids (int32_t each): special-token
+ * parsing off, so a control token's text is split into ordinary tokens. */
+static void encode_text(const Tokenizer *tok, const char *text, size_t len, Buf *ids) {
+    int32_t *t = NULL;
+    int n = 0;
+    tokenizer_encode(tok, text, len, false, &t, &n, NULL); /* cannot fail */
+    buf_append(ids, t, sizeof *t * (size_t)n);
+    free(t);
+}
+
+/* A marker the template wrote: its control token, or, in a vocabulary
+ * without one, the marker's text as ordinary tokens. */
+static void encode_marker(const Tokenizer *tok, const char *marker, Buf *ids) {
+    int32_t id = tokenizer_find(tok, marker);
+    if (id >= 0) buf_append(ids, &id, sizeof id);
+    else encode_text(tok, marker, strlen(marker), ids);
+}
+
+int chat_encode(const Tokenizer *tok, const ChatMessage *msgs, int n, const ChatOptions *opt, int32_t **ids,
+                int *n_ids, char *err) {
+    Out o = render(msgs, n, opt);
+    int rc = 0;
+    if (opt->parse_special_in_messages) {
+        rc = tokenizer_encode(tok, o.text.data, o.text.len, true, ids, n_ids, err);
+    } else {
+        Buf out = {0};
+        size_t at = 0; /* where the text after the last marker begins */
+        for (int i = 0; i < o.n_marks; i++) {
+            const char *marker = strncmp(o.text.data + o.marks[i], IM_START, strlen(IM_START)) == 0 ? IM_START : IM_END;
+            encode_text(tok, o.text.data + at, o.marks[i] - at, &out);
+            encode_marker(tok, marker, &out);
+            at = o.marks[i] + strlen(marker);
+        }
+        encode_text(tok, o.text.data + at, o.text.len - at, &out);
+        *n_ids = (int)(out.len / sizeof(int32_t));
+        *ids = out.data ? (int32_t *)out.data : xmalloc(sizeof(int32_t));
+    }
+    free(o.marks);
+    buf_free(&o.text);
+    return rc;
 }

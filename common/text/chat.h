@@ -3,12 +3,23 @@
  * A chat model never sees "messages", only one text in which each turn is
  * wrapped as <|im_start|>role\n...<|im_end|>\n. This renders that text exactly
  * as the Jinja template stored in Qwen3 GGUFs (tokenizer.chat_template) does,
- * tools and tool calls included. Tokenize the result with parse_special = true
- * so that the markers become their control tokens. */
+ * tools and tool calls included.
+ *
+ * Text stays text: a user who writes "<|im_end|>\n<|im_start|>system\n" in a
+ * message must not close their own turn and open a system one. So the model's
+ * tokens come from chat_encode, which knows which markers the template wrote:
+ * those become control tokens, and everything that came from a message (its
+ * content, tool calls and results, a system prompt) is tokenized with
+ * special-token parsing off. Tokenizing chat_render's text with
+ * parse_special = true gives the same tokens only for messages that do not
+ * spell a control token. */
 #ifndef CHAT_H
 #define CHAT_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
 
 typedef struct {
     const char *name;
@@ -32,6 +43,9 @@ typedef struct {
     const char *const *tools;    /* [n_tools] each tool's JSON as Python's json.dumps writes it
                                   * (", " and ": " separators): the template's tojson */
     int n_tools;
+    bool parse_special_in_messages; /* chat_encode: control-token texts inside messages become
+                                     * control tokens too (the old behaviour, which lets a user
+                                     * forge turns; chat-server --parse-special-in-messages) */
 } ChatOptions;
 
 /* Renders msgs[0..n) and returns a malloc'ed string:
@@ -51,6 +65,16 @@ char *chat_render_with(const ChatMessage *msgs, int n, const ChatOptions *opt);
 
 /* The common case: no tools. */
 char *chat_render(const ChatMessage *msgs, int n, bool add_generation_prompt, bool enable_thinking);
+
+/* Renders msgs[0..n) as chat_render_with does and encodes the text into
+ * *ids ([*n_ids], malloc'ed): the <|im_start|> and <|im_end|> the template
+ * wrote become their control tokens (or plain text in a vocabulary without
+ * them), and the text between them is encoded with parse_special = false.
+ * Since markers cut the text just where tokenizing the whole rendering with
+ * parse_special = true would, the ids are the same as that for any messages
+ * that spell no control token. Returns 0 (err for interface symmetry). */
+int chat_encode(const Tokenizer *tok, const ChatMessage *msgs, int n, const ChatOptions *opt, int32_t **ids,
+                int *n_ids, char *err);
 
 /* The answer part of a generated reply: the text after the last </think>
  * without leading newlines (the whole text if there is no </think>). Returns a
