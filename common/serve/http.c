@@ -345,23 +345,114 @@ long http_parse_chunked(const char *buf, size_t len, size_t max_body, Buf *out, 
     }
 }
 
-/* ---- the connection ---------------------------------------------------------------- */
+/* ---- the reader ---------------------------------------------------------------------- */
+
+void http_reader_init(HttpReader *r, const HttpLimits *lim) {
+    memset(r, 0, sizeof *r);
+    r->lim = *lim;
+}
+
+void http_reader_free(HttpReader *r) {
+    http_request_free(&r->req);
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+char *http_reader_space(HttpReader *r, size_t *n) {
+    if (r->cap - r->len < 16384) {
+        r->cap = r->cap ? r->cap * 2 : 65536;
+        r->buf = xrealloc(r->buf, r->cap);
+    }
+    *n = r->cap - r->len - 1;
+    return r->buf + r->len;
+}
+
+void http_reader_added(HttpReader *r, size_t n) {
+    r->len += n;
+    if (r->head && r->len > (size_t)r->head) r->continue_due = false; /* the body began without waiting */
+}
+
+bool http_reader_take_continue(HttpReader *r) {
+    bool due = r->continue_due;
+    r->continue_due = false;
+    return due;
+}
+
+bool http_reader_started(const HttpReader *r) { return r->len > 0 || r->head > 0; }
+bool http_reader_has_head(const HttpReader *r) { return r->head > 0; }
+
+static void reader_consume(HttpReader *r, size_t n) {
+    memmove(r->buf, r->buf + n, r->len - n);
+    r->len -= n;
+}
+
+/* The body after the parsed head: 1 done (in req), 0 more needed, or a status. */
+static int reader_body(HttpReader *r, char *err) {
+    size_t head = (size_t)r->head;
+    if (!r->framing.chunked) {
+        size_t n = r->framing.length;
+        if (r->len - head < n) return 0;
+        r->req.body = xmalloc(n + 1);
+        memcpy(r->req.body, r->buf + head, n);
+        r->req.body[n] = '\0';
+        r->req.body_len = n;
+        reader_consume(r, head + n);
+        return 1;
+    }
+    Buf body = {0};
+    int status;
+    long n = http_parse_chunked(r->buf + head, r->len - head, r->lim.max_body, &body, &status, err);
+    if (n > 0) {
+        r->req.body = body.data;
+        r->req.body_len = body.len;
+        reader_consume(r, head + (size_t)n);
+        return 1;
+    }
+    buf_free(&body);
+    if (n < 0) return status;
+    if (r->len - head > 2 * r->lim.max_body + 65536) { /* framing that outweighs the data */
+        err_set(err, "chunked request body larger than the limit of %zu bytes (with its framing)", r->lim.max_body);
+        return 413;
+    }
+    return 0;
+}
+
+int http_reader_next(HttpReader *r, HttpRequest *req, char *err) {
+    int status;
+    if (!r->head) {
+        long head = http_parse_head(r->buf, r->len, &r->lim, &r->req, &status, err);
+        if (head <= 0) return head < 0 ? status : 0;
+        if (http_body_framing(&r->req, r->lim.max_body, &r->framing, &status, err) != 0) {
+            http_request_free(&r->req);
+            return status;
+        }
+        r->head = head;
+        const char *expect = http_header(&r->req, "Expect");
+        bool has_body = r->framing.chunked || r->framing.length > 0;
+        r->continue_due = expect && strcasecmp(expect, "100-continue") == 0 && has_body && r->len == (size_t)head;
+    }
+    int rc = reader_body(r, err);
+    if (rc == 0) return 0;
+    if (rc == 1) *req = r->req;
+    else http_request_free(&r->req);
+    memset(&r->req, 0, sizeof r->req);
+    r->head = 0;
+    r->continue_due = false;
+    return rc;
+}
+
+/* ---- the blocking connection ------------------------------------------------------------ */
 
 void http_conn_init(HttpConn *c, int fd, const HttpLimits *lim, const atomic_bool *stop) {
-    memset(c, 0, sizeof *c);
     c->fd = fd;
-    c->lim = *lim;
     c->stop = stop;
+    http_reader_init(&c->rd, lim);
 }
 
-void http_conn_free(HttpConn *c) {
-    free(c->buf);
-    c->buf = NULL;
-    c->len = c->cap = 0;
-}
+void http_conn_free(HttpConn *c) { http_reader_free(&c->rd); }
 
-/* Reads more bytes into c->buf before the deadline. 1: got some; 0: the peer
- * closed; -1: timed out; -2: stop was set. */
+/* Reads more bytes before the deadline. 1: got some; 0: the peer closed;
+ * -1: timed out; -2: stop was set. */
 static int conn_fill(HttpConn *c, double deadline) {
     for (;;) {
         if (c->stop && atomic_load(c->stop)) return -2;
@@ -371,94 +462,32 @@ static int conn_fill(HttpConn *c, double deadline) {
         int r = poll(&pfd, 1, left < POLL_SLICE_MS ? (int)left + 1 : POLL_SLICE_MS);
         if (r < 0 && errno != EINTR) return 0;
         if (r <= 0) continue;
-        if (c->cap - c->len < 16384) {
-            c->cap = c->cap ? c->cap * 2 : 65536;
-            c->buf = xrealloc(c->buf, c->cap);
-        }
-        ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, 0);
+        size_t room;
+        char *at = http_reader_space(&c->rd, &room);
+        ssize_t n = recv(c->fd, at, room, 0);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n <= 0) return 0;
-        c->len += (size_t)n;
+        http_reader_added(&c->rd, (size_t)n);
         return 1;
-    }
-}
-
-static void conn_consume(HttpConn *c, size_t n) {
-    memmove(c->buf, c->buf + n, c->len - n);
-    c->len -= n;
-}
-
-/* A fill's failure as http_read_request's result. */
-static int fill_failed(int r, bool started, double timeout_ms, char *err) {
-    if (r == -1 && started) {
-        err_set(err, "the request did not arrive within the timeout of %.0f s", timeout_ms / 1000);
-        return 408;
-    }
-    return -1;
-}
-
-static int read_body(HttpConn *c, HttpRequest *req, size_t head, double deadline, char *err) {
-    int status;
-    HttpBodyFraming f;
-    if (http_body_framing(req, c->lim.max_body, &f, &status, err) != 0) return status;
-    const char *expect = http_header(req, "Expect");
-    bool has_body = f.chunked || f.length > 0;
-    if (expect && strcasecmp(expect, "100-continue") == 0 && has_body && c->len == head) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        if (http_write_all(c->fd, cont, sizeof cont - 1) != 0) return -1;
-    }
-    if (!f.chunked) {
-        while (c->len - head < f.length) {
-            int r = conn_fill(c, deadline);
-            if (r <= 0) return fill_failed(r, true, c->lim.timeout_ms, err);
-        }
-        req->body = xmalloc(f.length + 1);
-        memcpy(req->body, c->buf + head, f.length);
-        req->body[f.length] = '\0';
-        req->body_len = f.length;
-        conn_consume(c, head + f.length);
-        return 0;
-    }
-    Buf body = {0};
-    for (;;) {
-        long n = http_parse_chunked(c->buf + head, c->len - head, c->lim.max_body, &body, &status, err);
-        if (n < 0) {
-            buf_free(&body);
-            return status;
-        }
-        if (n > 0) {
-            req->body = body.data;
-            req->body_len = body.len;
-            conn_consume(c, head + (size_t)n);
-            return 0;
-        }
-        if (c->len - head > 2 * c->lim.max_body + 65536) { /* framing that outweighs the data */
-            buf_free(&body);
-            err_set(err, "chunked request body larger than the limit of %zu bytes (with its framing)", c->lim.max_body);
-            return 413;
-        }
-        int r = conn_fill(c, deadline);
-        if (r <= 0) {
-            buf_free(&body);
-            return fill_failed(r, true, c->lim.timeout_ms, err);
-        }
     }
 }
 
 int http_read_request(HttpConn *c, HttpRequest *req, char *err) {
     memset(req, 0, sizeof *req);
-    double deadline = time_now_ms() + c->lim.timeout_ms;
-    long head;
-    int status;
-    while ((head = http_parse_head(c->buf, c->len, &c->lim, req, &status, err)) == 0) {
-        bool started = c->len > 0;
+    double deadline = time_now_ms() + c->rd.lim.timeout_ms;
+    for (;;) {
+        int rc = http_reader_next(&c->rd, req, err);
+        if (rc != 0) return rc == 1 ? 0 : rc;
+        if (http_reader_take_continue(&c->rd) && http_write_all(c->fd, HTTP_CONTINUE, strlen(HTTP_CONTINUE)) != 0)
+            return -1;
+        bool started = http_reader_started(&c->rd);
         int r = conn_fill(c, deadline);
-        if (r <= 0) return fill_failed(r, started, c->lim.timeout_ms, err);
+        if (r == -1 && started) {
+            err_set(err, "the request did not arrive within the timeout of %.0f s", c->rd.lim.timeout_ms / 1000.0);
+            return 408;
+        }
+        if (r <= 0) return -1;
     }
-    if (head < 0) return status;
-    int rc = read_body(c, req, (size_t)head, deadline, err);
-    if (rc != 0) http_request_free(req);
-    return rc;
 }
 
 /* ---- writing ----------------------------------------------------------------------- */

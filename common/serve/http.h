@@ -6,8 +6,9 @@
  * body has a size limit checked while the bytes arrive (so no client can make
  * the server buffer without end), and every way to get the grammar wrong gets
  * its 4xx status and a one-line reason. The parsers are pure functions over a
- * byte buffer, so the tests can feed them anything; HttpConn adds the socket,
- * the timeout and keep-alive. */
+ * byte buffer, so the tests can feed them anything; HttpReader puts them
+ * together for bytes that arrive in pieces (keep-alive and pipelining
+ * included), and the server's event loop feeds it from the socket. */
 #ifndef HTTP_H
 #define HTTP_H
 
@@ -83,14 +84,50 @@ int http_body_framing(const HttpRequest *req, size_t max_body, HttpBodyFraming *
  * -1 with *status (400 malformed, 413 more than max_body bytes of data) and err. */
 long http_parse_chunked(const char *buf, size_t len, size_t max_body, Buf *out, int *status, char *err);
 
-/* ---- a connection -------------------------------------------------------------- */
+/* ---- reading requests as their bytes arrive ------------------------------------ */
 
+/* The requests of one connection, read from bytes that come in any pieces:
+ * put what the socket gave into http_reader_space, then ask http_reader_next
+ * for a whole request. No socket and no clock: the server's event loop owns
+ * those, so a connection that waits holds a few bytes here and no thread. */
+typedef struct {
+    HttpLimits lim;
+    char *buf;               /* [cap]: buf[0..len) received and not yet used (the rest of a pipeline) */
+    size_t len, cap;
+    long head;               /* the current request's head length once parsed, else 0 */
+    HttpRequest req;         /* that head */
+    HttpBodyFraming framing; /* and its body's framing */
+    bool continue_due;       /* it sent "Expect: 100-continue" and no body byte yet: owed a 100 */
+} HttpReader;
+
+void http_reader_init(HttpReader *r, const HttpLimits *lim);
+void http_reader_free(HttpReader *r);
+/* Where the next received bytes go: room for *n of them (at least 16 KiB).
+ * Then http_reader_added(r, how many came). */
+char *http_reader_space(HttpReader *r, size_t *n);
+void http_reader_added(HttpReader *r, size_t n);
+/* The next request from the bytes held. 1: *req filled in (free it with
+ * http_request_free) and its bytes used; 0: more bytes are needed; or an
+ * HTTP status >= 400 with err: the request is bad, answer it with that status
+ * and close (the stream can no longer be trusted to be in step). Limits are
+ * checked on what has arrived so far. */
+int http_reader_next(HttpReader *r, HttpRequest *req, char *err);
+/* True once for a request that asked for "100 Continue" before sending its
+ * body: the caller writes HTTP_CONTINUE now. */
+bool http_reader_take_continue(HttpReader *r);
+#define HTTP_CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
+/* Has a request begun (some of its bytes are held)? Has its head arrived whole? */
+bool http_reader_started(const HttpReader *r);
+bool http_reader_has_head(const HttpReader *r);
+
+/* ---- a blocking connection ------------------------------------------------------ */
+
+/* An HttpReader on a socket read with blocking waits (tests and tools; the
+ * server reads through its event loop instead). */
 typedef struct {
     int fd;
-    HttpLimits lim;
     const atomic_bool *stop;  /* when set, a read waiting for a new request gives up */
-    char *buf;                /* bytes read but not yet used (the next pipelined request) */
-    size_t len, cap;
+    HttpReader rd;
 } HttpConn;
 
 /* stop may be NULL. The connection does not own fd. */
@@ -100,10 +137,9 @@ void http_conn_free(HttpConn *c);
 /* Reads the next request. Returns 0 with *req filled in; -1 when the
  * connection is over with nothing to answer (the peer closed it, or it stayed
  * idle past the timeout, or stop was set before a request began); or an HTTP
- * status >= 400 with err when the request is bad: answer it with that status
- * and close (the stream can no longer be trusted to be in step). A request
- * that sent "Expect: 100-continue" gets the interim 100 response before its
- * body is read. */
+ * status >= 400 with err when the request is bad (as http_reader_next). A
+ * request that sent "Expect: 100-continue" gets the interim 100 response
+ * before its body is read. */
 int http_read_request(HttpConn *c, HttpRequest *req, char *err);
 
 /* ---- writing ------------------------------------------------------------------- */

@@ -172,7 +172,9 @@ typedef struct {
     const char *api_key;       /* NULL: no key; else every route but /health needs "Authorization: Bearer KEY" */
     const char *model_name;    /* the model id /v1/models lists and responses carry */
     int max_connections;       /* open connections at once; past it a new one gets 503 and is closed */
-    HttpLimits http;           /* sizes and --timeout */
+    int max_per_client;        /* open connections from one client address (0: no limit); past it 503 */
+    int header_timeout_ms;     /* a request's head must arrive within it (and within http.timeout_ms) */
+    HttpLimits http;           /* sizes and --timeout (the whole request, and writes) */
     bool quiet;                /* no log line per request */
     bool parse_special_in_messages; /* control-token texts inside chat messages become control
                                      * tokens (the old behaviour; a user can forge turns) */
@@ -181,10 +183,12 @@ typedef struct {
     int ctx;                   /* the longest sequence, prompt + generated, in tokens */
 } ServerConfig;
 
-/* The defaults: 127.0.0.1:8080, no key, 64 connections, http_limits_default(). */
+/* The defaults: 127.0.0.1:8080, no key, 1024 connections (256 from one
+ * address), heads within 10 s, http_limits_default(). */
 void server_config_default(ServerConfig *c);
 /* Takes argv[*i] if it is a server flag (--bind, --api-key, --max-connections,
- * --timeout, --max-body, --model-name, --quiet): 1 with *i past its value, 0 if
+ * --timeout, --header-timeout, --max-connections-per-client, --max-body,
+ * --model-name, --quiet, --parse-special-in-messages): 1 with *i past its value, 0 if
  * it is not one, -1 with err if its value is wrong. */
 int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err);
 void server_flags_usage(FILE *out);

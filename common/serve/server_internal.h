@@ -21,26 +21,43 @@ typedef struct {
     uint64_t n;
 } RequestCount;
 
+typedef struct Conn Conn;
+
+/* Open connections from one client address (--max-connections-per-client). */
+typedef struct {
+    char addr[48];                    /* numeric, as inet_ntop writes it */
+    int n;
+} ClientCount;
+
 struct Server {
     ServerConfig cfg;
     Engine *engine;
     int listen_fd, port;
     char host[64];
     long started;                     /* Unix seconds */
-    pthread_t accept_thread;
+    pthread_t loop_thread;            /* the event loop: accepts, reads, times out (server.c) */
+    int epoll_fd;
+    int wake_fd;                      /* an eventfd: wakes the loop (a connection handed back, stopping) */
+    Conn *owned;                      /* the connections the loop watches (its thread only) */
+    double accept_paused_until;       /* out of file descriptors: accept again after this (loop only) */
     atomic_bool stopping;
     atomic_uint next_id;
     pthread_mutex_t mu;               /* guards what follows */
     pthread_cond_t conns_changed;
-    int n_conns;
-    uint64_t refused;                 /* connections turned away: too many */
+    bool loop_running;                /* handed_back is still taken by the loop */
+    Conn *handed_back;                /* keep-alive connections whose answer is written, for the loop */
+    int n_conns;                      /* admitted connections, waiting or answered */
+    ClientCount *clients;             /* [n_clients] addresses with open connections */
+    int n_clients, cap_clients;
+    uint64_t refused;                 /* connections turned away: too many (in all, or from one address) */
     RequestCount counts[MAX_COUNTS];
     int n_counts;
     uint64_t prompt_tokens, cached_tokens, generated_tokens;
     PromHistogram ttft, itl;
 };
 
-/* One request and its answer, as a connection thread handles it. */
+/* One request and its answer, as a worker thread (or, for a bad request,
+ * the event loop) handles it. */
 typedef struct {
     Server *s;
     int fd;
