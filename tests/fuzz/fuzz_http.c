@@ -5,10 +5,10 @@
  * Two readings of the same bytes must agree:
  *   whole     http_parse_head over all of them, then http_body_framing and
  *             the body (Content-Length, or http_parse_chunked)
- *   streamed  http_read_request on one end of a socket pair, the bytes
- *             written to the other end in pieces whose sizes the bytes
- *             choose, then the end closed; it reads request after request
- *             (pipelining) until the stream ends or one is refused
+ *   streamed  an HttpReader fed the bytes in pieces whose sizes the bytes
+ *             choose, asked for a request after each piece, as chat-server's
+ *             event loop does with what each read gives; it reads request
+ *             after request (pipelining) until the bytes end or one is refused
  * Every prefix of a complete head or chunked body must be "need more", never
  * refused (else a request cut across two reads would be refused whole).
  * A request accepted is well formed (known method, target from '/', valid
@@ -17,13 +17,11 @@
  * carry a 4xx/5xx status of the documented set and a reason. */
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "fuzz.h"
 #include "http.h"
 
-#define FUZZ_HTTP_MAX (48 * 1024) /* stays inside a socket pair's buffer: no write blocks */
+#define FUZZ_HTTP_MAX (48 * 1024)
 
 static HttpLimits fuzz_limits(uint8_t mode) {
     HttpLimits lim = http_limits_default();
@@ -170,14 +168,29 @@ refused:
     return -1;
 }
 
-/* Writes data to fd in pieces whose sizes come from the data itself, so that
- * the reader sees requests cut at many places. */
-static void write_in_pieces(int fd, const uint8_t *data, size_t size) {
-    for (size_t p = 0; p < size;) {
-        size_t n = 1 + (data[p] * 7u + p) % 97;
-        if (n > size - p) n = size - p;
-        FUZZ_ASSERT(write(fd, data + p, n) == (ssize_t)n);
-        p += n;
+/* The bytes as a connection delivers them to the server's reader. */
+typedef struct {
+    HttpReader rd;
+    const uint8_t *data;
+    size_t size, pos;
+} Feed;
+
+/* The next request from f: after each piece (its size from the data itself,
+ * so requests are cut at many places) the reader is asked for one. 0 with
+ * *req, -1 when the bytes end first, or a refusal's status. */
+static int feed_next(Feed *f, HttpRequest *req, char *err) {
+    for (;;) {
+        int rc = http_reader_next(&f->rd, req, err);
+        if (rc != 0) return rc == 1 ? 0 : rc;
+        (void)http_reader_take_continue(&f->rd); /* the loop would write the 100 here */
+        if (f->pos == f->size) return -1;
+        size_t room, n = 1 + (f->data[f->pos] * 7u + f->pos) % 97;
+        char *at = http_reader_space(&f->rd, &room);
+        if (n > f->size - f->pos) n = f->size - f->pos;
+        if (n > room) n = room;
+        memcpy(at, f->data + f->pos, n);
+        http_reader_added(&f->rd, n);
+        f->pos += n;
     }
 }
 
@@ -187,12 +200,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *buf = (const char *)data + 1;
     size_t len = size - 1;
 
-    int sv[2];
-    FUZZ_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    write_in_pieces(sv[1], data + 1, len);
-    shutdown(sv[1], SHUT_WR); /* the client is done; an interim 100 it may still get */
-    HttpConn c;
-    http_conn_init(&c, sv[0], &lim, NULL);
+    Feed f = {.data = data + 1, .size = len};
+    http_reader_init(&f.rd, &lim);
     size_t at = 0; /* where the whole reading of the next request starts */
     for (;;) {
         HttpRequest whole, streamed;
@@ -200,7 +209,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int wstatus = 0;
         char werr[ERR_MAX] = "", serr[ERR_MAX] = "";
         int w = parse_whole(buf + at, len - at, &lim, &whole, &used, &wstatus, werr);
-        int s = http_read_request(&c, &streamed, serr);
+        memset(&streamed, 0, sizeof streamed);
+        int s = feed_next(&f, &streamed, serr);
         if (w == -1) FUZZ_ASSERT(refusal_ok(wstatus, werr));
         if (s > 0) FUZZ_ASSERT(refusal_ok(s, serr));
         if (s != (w == 0 ? 0 : w == 1 ? -1 : wstatus) || (s > 0 && strcmp(werr, serr) != 0))
@@ -215,8 +225,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         http_request_free(&streamed);
         at += used;
     }
-    http_conn_free(&c);
-    close(sv[0]);
-    close(sv[1]);
+    http_reader_free(&f.rd);
     return 0;
 }
