@@ -67,7 +67,7 @@ static void metrics_text(Server *s, Buf *out) {
     prom_sample(out, "chat_server_kv_blocks_total", NULL, st.kv_blocks_total);
     prom_header(out, "chat_server_connections_open", "gauge", "Client connections open now.");
     prom_sample(out, "chat_server_connections_open", NULL, s->n_conns);
-    prom_header(out, "chat_server_connections_refused_total", "counter", "Connections refused past --max-connections.");
+    prom_header(out, "chat_server_connections_refused_total", "counter", "Connections refused past --max-connections or --max-connections-per-client.");
     prom_sample(out, "chat_server_connections_refused_total", NULL, (double)s->refused);
     pthread_mutex_unlock(&s->mu);
     if (s->engine->metrics) s->engine->metrics(s->engine, out);

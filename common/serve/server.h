@@ -7,8 +7,8 @@
  * is the chapter's lesson: III.4 runs one at a time from a bounded queue,
  * III.7 many at once in slots with a scheduler. Both are an Engine.
  *
- *   connection thread                          engine thread(s)
- *   -----------------                          ----------------
+ *   worker thread (one whole request)          engine thread(s)
+ *   ---------------------------------          ----------------
  *   r = gen_request_create(...)
  *   engine->submit(engine, r)  ------------->  gen_begin(r)
  *                                              prefill; gen_prefill_done(r, cached)
@@ -20,7 +20,7 @@
  *
  * The engine never touches a socket and never waits on a client: everything
  * it reports lands in the request under the request's own lock, and the
- * connection thread writes it out at the client's pace. So one engine thread
+ * worker thread writes it out at the client's pace. So one engine thread
  * can drive any number of requests at once. */
 #ifndef SERVER_H
 #define SERVER_H
@@ -121,7 +121,7 @@ void gen_finish(GenRequest *r);
 /* The same, but r failed: the client gets status (400, 503, ...) and message. */
 void gen_fail(GenRequest *r, int status, const char *message);
 
-/* ---- the client's side: the connection thread, or a test ---- */
+/* ---- the client's side: the worker thread, or a test ---- */
 
 /* Waits up to timeout_ms for the next piece. 1: *piece filled (free it with
  * gen_piece_free); 0: nothing yet; -1: the request has ended and every piece
@@ -141,7 +141,7 @@ typedef struct {
     int kv_blocks_total;
 } EngineStats;
 
-/* Every function may be called from many connection threads at once. */
+/* Every function may be called from many worker threads at once. */
 typedef struct Engine Engine;
 struct Engine {
     const char *name;
