@@ -314,17 +314,16 @@ static void *conn_serve(void *arg) {
     bool back = false;
     if (x.keep_alive && !atomic_load(&s->stopping)) {
         set_blocking(c->fd, false);
-        pthread_mutex_lock(&s->mu);
+        pthread_mutex_lock(&s->mu); /* the loop takes it, or has stopped taking any */
         back = s->loop_running;
         if (back) {
             c->next = s->handed_back;
             s->handed_back = c;
+            loop_wake(s); /* under the lock: once it is released, c (and s) may be gone */
         }
         pthread_mutex_unlock(&s->mu);
     }
-    if (back) {
-        loop_wake(s);
-    } else {
+    if (!back) {
         linger_close(c->fd);
         c->fd = -1;
         conn_free(c);
