@@ -201,33 +201,33 @@ static void set_blocking(int fd, bool blocking) {
     fcntl(fd, F_SETFL, blocking ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
 }
 
-/* Counts a new connection from addr in, or says which limit it is past. */
-static const char *admit(Server *s, const char *addr, char *why, size_t cap) {
+/* Counts a new connection from addr in (true), or writes into why which limit it is past. */
+static bool admit(Server *s, const char *addr, char *why, size_t cap) {
     pthread_mutex_lock(&s->mu);
     int i = 0;
     while (i < s->n_clients && strcmp(s->clients[i].addr, addr) != 0) i++;
-    int from_addr = i < s->n_clients ? s->clients[i].n : 0;
-    const char *refused = NULL;
-    if (s->n_conns >= s->cfg.max_connections)
-        refused = "too many connections: the server takes %d at once (--max-connections)";
-    else if (s->cfg.max_per_client > 0 && from_addr >= s->cfg.max_per_client)
-        refused = "too many connections from your address: the server takes %d at once from one "
-                  "(--max-connections-per-client)";
-    if (refused) {
-        s->refused++;
-        snprintf(why, cap, refused, s->n_conns >= s->cfg.max_connections ? s->cfg.max_connections : s->cfg.max_per_client);
+    bool known = i < s->n_clients, ok = false;
+    if (s->n_conns >= s->cfg.max_connections) {
+        snprintf(why, cap, "too many connections: the server takes %d at once (--max-connections)", s->cfg.max_connections);
+    } else if (s->cfg.max_per_client > 0 && known && s->clients[i].n >= s->cfg.max_per_client) {
+        snprintf(why, cap, "too many connections from your address: the server takes %d at once from one "
+                           "(--max-connections-per-client)", s->cfg.max_per_client);
     } else {
-        if (i == s->n_clients) {
-            if (s->n_clients == s->cap_clients)
-                s->clients = xrealloc(s->clients, sizeof *s->clients * (size_t)(s->cap_clients = s->cap_clients ? 2 * s->cap_clients : 16));
+        if (!known) {
+            if (s->n_clients == s->cap_clients) {
+                s->cap_clients = s->cap_clients ? 2 * s->cap_clients : 16;
+                s->clients = xrealloc(s->clients, sizeof *s->clients * (size_t)s->cap_clients);
+            }
+            s->clients[s->n_clients] = (ClientCount){.n = 0};
             snprintf(s->clients[s->n_clients++].addr, sizeof s->clients[0].addr, "%s", addr);
-            s->clients[i].n = 0;
         }
         s->clients[i].n++;
         s->n_conns++;
+        ok = true;
     }
+    if (!ok) s->refused++;
     pthread_mutex_unlock(&s->mu);
-    return refused ? why : NULL;
+    return ok;
 }
 
 /* Closes c (the socket, now) and forgets it. Any thread, once c is out of the loop's list. */
@@ -404,7 +404,7 @@ static void loop_accept(Server *s) {
         struct timeval tv = {s->cfg.http.timeout_ms / 1000, (s->cfg.http.timeout_ms % 1000) * 1000};
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         char why[200];
-        c->admitted = admit(s, c->addr, why, sizeof why) == NULL;
+        c->admitted = admit(s, c->addr, why, sizeof why);
         loop_own(c);
         if (!c->admitted) loop_reject(c, 503, why);
     }
