@@ -15,3 +15,11 @@ $(PAGE_OBJ): $(PAGE_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(COMMON_LIB): $(PAGE_OBJ)
+
+# The page in a real browser: Chromium from Debian, puppeteer-core from npm
+# (the rule book-check uses, tools/book.mk). Not part of make test: it starts
+# a browser and four servers and takes about half a minute; CI runs it.
+.PHONY: page-test
+page-test: $(BUILD)/III.4/chat-server $(BUILD)/III.7/chat-server $(DEFAULT_MODEL) $(PUPPETEER)
+	@command -v chromium >/dev/null || tools/apt-install.sh page-test chromium
+	node tests/server/page_check.mjs $$(command -v chromium) $(BUILD) $(DEFAULT_MODEL) III.4 III.7

@@ -396,7 +396,14 @@ static void route_events(Exchange *x) {
     Buf b = {0};
     buf_puts(&b, "retry: 1000\ndata: {\"ev\":\"hello\",\"engine\":");
     json_append_string(&b, x->s->engine->name, strlen(x->s->engine->name));
-    buf_printf(&b, ",\"next_id\":%llu}\n\n", (unsigned long long)events_count(h));
+    buf_puts(&b, ",\"views\":[");
+    const char *views[] = {"kv", "slots"}; /* which of the debug routes this engine answers */
+    for (int i = 0, n = 0; i < 2; i++) {
+        Buf probe = {0};
+        if (x->s->engine->debug_json(x->s->engine, views[i], &probe) == 0) buf_printf(&b, "%s\"%s\"", n++ ? "," : "", views[i]);
+        buf_free(&probe);
+    }
+    buf_printf(&b, "],\"next_id\":%llu}\n\n", (unsigned long long)events_count(h));
     if (http_stream_begin(&hs, x->fd, x->req->minor, 200, "text/event-stream", false,
                           "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") == 0 &&
         http_stream_write(&hs, b.data, b.len) == 0) {
