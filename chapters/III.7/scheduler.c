@@ -724,9 +724,9 @@ static void slot_json(const Sched *s, int i, Buf *out) {
     buf_puts(out, ",\"state\":\"busy\",\"request\":");
     json_append_string(out, j->in->id, strlen(j->in->id));
     buf_printf(out,
-               ",\"phase\":\"%s\",\"position\":%d,\"prompt_tokens\":%d,\"cached_tokens\":%d,\"prefilled_tokens\":%d,"
-               "\"generated\":%d,\"max_tokens\":%d,\"preemptions\":%d,\"temperature\":",
-               PHASE_NAMES[j->phase], j->position, j->in->n_prompt, j->n_cached, prefilled_tokens(j), j->generated,
+               ",\"phase\":\"%s\",\"position\":%d,\"prompt_tokens\":%d,\"cached_tokens\":%d,\"generated\":%d,"
+               "\"prefilled_tokens\":%d,\"max_tokens\":%d,\"preemptions\":%d,\"temperature\":",
+               PHASE_NAMES[j->phase], j->position, j->in->n_prompt, j->n_cached, j->generated, prefilled_tokens(j),
                j->in->max_tokens, j->preemptions);
     json_append_number(out, j->in->sampling.temperature);
     buf_puts(out, ",\"blocks\":[");
