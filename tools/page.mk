@@ -23,3 +23,18 @@ $(COMMON_LIB): $(PAGE_OBJ)
 page-test: $(BUILD)/III.4/chat-server $(BUILD)/III.7/chat-server $(DEFAULT_MODEL) $(PUPPETEER)
 	@command -v chromium >/dev/null || tools/apt-install.sh page-test chromium
 	node tests/server/page_check.mjs $$(command -v chromium) $(BUILD) $(DEFAULT_MODEL) III.4 III.7
+
+# Does a stalled /v1/events reader slow the engine? III.7's scheduler in
+# process, the same requests with no event hub, with one nobody listens to,
+# and with a subscriber that never reads: interleaved rounds, medians.
+#> make bench-events [MODEL=f.gguf]            the engine's throughput with a stalled event-stream reader
+#>                                             attached vs none (III.7 in process; medians of interleaved rounds)
+EVENTS_BENCH_CHAPTER := III.7
+$(BUILD)/tools/events-bench: tools/bench/events_bench.c $($(EVENTS_BENCH_CHAPTER)_LIB) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ichapters/$(EVENTS_BENCH_CHAPTER) $(COMMON_INC) -o $@ $^ $(LDLIBS)
+EXTRA_TOOLS += $(BUILD)/tools/events-bench
+
+.PHONY: bench-events
+bench-events: $(BUILD)/tools/events-bench $(MODEL)
+	$(BUILD)/tools/events-bench --backend scalar $(MODEL)
