@@ -25,6 +25,8 @@ typedef struct {
     Engine *e;
     GenRequest *reqs[16]; /* freed by fx_close, after the engine: whatever a failed check left running */
     int n_reqs;
+    EventHub *events;     /* with Setup.events_ring: the hub, and its one subscriber */
+    EventSub *sub;
 } Fixture;
 
 typedef struct {
@@ -33,7 +35,8 @@ typedef struct {
     int ctx;                                       /* 0: the model's */
     FILE *trace;                                   /* NULL: $TRACE_SCHED set, stderr, else none */
     const char *backend;                           /* NULL: scalar; parallel runs 2 threads */
-    EventHub *events;                              /* where the engine and the pool record events; NULL: nowhere */
+    size_t events_ring;                            /* > 0: an event hub the engine and the pool record into, and
+                                                      one subscriber (Fixture.sub) with a ring of this many bytes */
 } Setup;
 
 static bool fx_open(Fixture *f, Setup su) {
@@ -44,11 +47,15 @@ static bool fx_open(Fixture *f, Setup su) {
     bool parallel = su.backend && strcmp(su.backend, "parallel") == 0;
     f->be = backend_create(su.backend ? su.backend : "scalar", parallel ? 2 : 1, err);
     if (su.n_blocks) f->pool = kv_pool_create(&f->m.cfg, su.block_size, su.n_blocks, err);
-    if (f->pool) f->pool->events = su.events;
+    if (su.events_ring) {
+        f->events = events_create();
+        f->sub = events_subscribe(f->events, su.events_ring, err);
+    }
+    if (f->pool) f->pool->events = f->events;
     SchedConfig c = {.model = &f->m, .be = f->be, .kv_kind = su.n_blocks ? "paged" : "basic", .pool = f->pool,
                      .ctx = su.ctx ? su.ctx : f->m.cfg.ctx_len, .queue = su.queue ? su.queue : 16, .max_concurrent = su.slots,
                      .prefill_chunk = su.chunk ? su.chunk : 256, .prefix_cache = !su.no_prefix_cache, .manual = true,
-                     .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL, .events = su.events,
+                     .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL, .events = f->events,
                      .tok = f->tok};
     f->e = f->tok && f->be && (f->pool || !su.n_blocks) ? sched_engine_create(&c, err) : NULL;
     CHECK_MSG(f->e, "%s", err);
@@ -60,6 +67,8 @@ static void fx_close(Fixture *f) {
     if (f->e && f->pool) CHECK_EQ_INT(f->pool->n_free, f->pool->n_blocks); /* every block back */
     for (int i = 0; i < f->n_reqs; i++) gen_request_free(f->reqs[i]);
     kv_pool_free(f->pool);
+    events_unsubscribe(f->sub);
+    events_free(f->events);
     tokenizer_free(f->tok);
     backend_free(f->be);
     qwen3_free(&f->m);
@@ -748,14 +757,9 @@ static void take_events(EventSub *sub, long long tick, Seen *seen) {
  * every tick: every tick appears once, in order, with what ran in it; and
  * every request still gets its solo tokens (recording changes nothing). */
 TEST(III7_sched_events_every_tick_in_order) {
-    EventHub *hub = events_create();
-    char err[ERR_MAX];
-    EventSub *sub = events_subscribe(hub, 0, err);
     Fixture f;
-    if (!fx_open(&f, (Setup){.slots = 3, .block_size = 4, .n_blocks = 20, .chunk = 16, .events = hub})) {
+    if (!fx_open(&f, (Setup){.slots = 3, .block_size = 4, .n_blocks = 20, .chunk = 16, .events_ring = EVENTS_RING_BYTES})) {
         fx_close(&f);
-        events_unsubscribe(sub);
-        events_free(hub);
         return;
     }
     GenRequest *r[N_MIX];
@@ -764,7 +768,7 @@ TEST(III7_sched_events_every_tick_in_order) {
     long long ticks = 0;
     for (bool busy = true; busy && ticks < 2000;) {
         busy = sched_tick(f.e);
-        take_events(sub, ++ticks, &seen);
+        take_events(f.sub, ++ticks, &seen);
     }
     CHECK_MSG(seen.in_order, "a tick's events came out of order or a tick is missing (last tick event %lld of %lld)",
               seen.last_tick, ticks);
@@ -784,22 +788,15 @@ TEST(III7_sched_events_every_tick_in_order) {
         CHECK_MSG(same_out(&got, &want), "request %d: recording the events changed its tokens", i);
     }
     fx_close(&f);
-    events_unsubscribe(sub);
-    events_free(hub);
 }
 
 /* A subscriber that never reads: its ring fills, the rest is dropped and
  * counted, the engine goes on as without it (the same tokens, the pool
  * whole), and the reader learns how many it lost. */
 TEST(III7_sched_events_stalled_reader_drops) {
-    EventHub *hub = events_create();
-    char err[ERR_MAX];
-    EventSub *sub = events_subscribe(hub, 4096, err);
     Fixture f;
-    if (!fx_open(&f, (Setup){.slots = 3, .block_size = 4, .n_blocks = 64, .events = hub})) {
+    if (!fx_open(&f, (Setup){.slots = 3, .block_size = 4, .n_blocks = 64, .events_ring = 4096})) {
         fx_close(&f);
-        events_unsubscribe(sub);
-        events_free(hub);
         return;
     }
     GenRequest *r[N_MIX];
@@ -811,16 +808,14 @@ TEST(III7_sched_events_stalled_reader_drops) {
         solo(&f, &MIX[i], &want);
         CHECK(same_out(&got, &want));
     }
-    uint64_t lost = events_dropped(sub);
+    uint64_t lost = events_dropped(f.sub);
     CHECK_MSG(lost > 100, "only %llu events dropped", (unsigned long long)lost);
     Buf out = {0};
-    events_read(sub, &out, 0);
+    events_read(f.sub, &out, 0);
     char want[96];
     snprintf(want, sizeof want, "\"ev\":\"dropped\",\"n\":%llu,", (unsigned long long)lost);
     CHECK_MSG(strstr(out.data, want), "no dropped event counting %llu", (unsigned long long)lost);
     CHECK(out.len < 4096 + 256); /* no more than the ring held, and the count */
     buf_free(&out);
     fx_close(&f);
-    events_unsubscribe(sub);
-    events_free(hub);
 }
