@@ -84,3 +84,14 @@ $(PUPPETEER):
 book-check: book $(PUPPETEER)
 	@command -v chromium >/dev/null || tools/apt-install.sh book-check chromium
 	node tools/book/check.mjs $(BOOK_OUT) $$(command -v chromium)
+
+# Screenshots of chat-server's live page (GET /) for the III.4 and III.5-6
+# pages: the same headless Chromium, three requests sharing a system prompt
+# paused mid-run (tools/book/page-shots.mjs); each page's <!-- @figure page-III.x -->.
+#> make book-page-shots                        only the screenshots of chat-server's live page for the book
+#>                                             (part of make book): headless Chromium, three requests at once
+.PHONY: book-page-shots
+book-page-shots: $(PUPPETEER) $(BUILD)/III.4/chat-server $(BUILD)/III.7/chat-server $(DEFAULT_MODEL)
+	@command -v chromium >/dev/null || tools/apt-install.sh book chromium
+	@node tools/book/page-shots.mjs $$(command -v chromium) $(BUILD) $(DEFAULT_MODEL) $(BOOK_OUT)/figures
+book: book-page-shots

@@ -26,7 +26,8 @@ typedef struct {
 static void usage(FILE *f) {
     fprintf(f, "usage: chat-server [options] <model.gguf>\n\n");
     fprintf(f, "An OpenAI-compatible chat server: POST /v1/chat/completions (streamed or not),\n");
-    fprintf(f, "POST /v1/completions, GET /v1/models, /health, /metrics (Prometheus), /v1/kv (the KV pool).\n");
+    fprintf(f, "POST /v1/completions, GET /v1/models, /health, /metrics (Prometheus), /v1/kv (the KV pool),\n");
+    fprintf(f, "/v1/events (what the engine does, as Server-Sent Events), and at / a page that draws it live.\n");
     fprintf(f, "This chapter runs one request at a time; others wait in a bounded queue.\n\n");
     fprintf(f, "options:\n");
     server_flags_usage(f);
@@ -98,6 +99,7 @@ typedef struct {
     Backend *be;
     KvPool *pool;
     Engine *engine;
+    EventHub *events;  /* what the engine does, for GET /v1/events and the page at GET / */
     char *name;
 } Loaded;
 
@@ -114,8 +116,10 @@ static int load(Loaded *l, Options *o, char *err) {
     l->pool = kv_flags_make_pool(&o->kv, &l->model.cfg, ctx, err);
     if (!l->pool && err[0]) return -1;
     if (l->pool) kv_pool_report(l->pool, stderr);
+    l->events = events_create();
+    if (l->pool) l->pool->events = l->events;
     ServeConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],
-                      .pool = l->pool, .ctx = ctx, .queue = o->queue};
+                      .pool = l->pool, .ctx = ctx, .queue = o->queue, .events = l->events};
     if (!(l->engine = serve_engine_create(&sc, err))) return -1;
     if (strcmp(o->server.model_name, "model") == 0) o->server.model_name = l->name = model_name(o->model_path);
     o->server.tok = l->tok;
@@ -127,6 +131,7 @@ static int load(Loaded *l, Options *o, char *err) {
 static void unload(Loaded *l) {
     if (l->engine) l->engine->destroy(l->engine);
     kv_pool_free(l->pool);
+    events_free(l->events);
     tokenizer_free(l->tok);
     qwen3_free(&l->model);
     backend_free(l->be);

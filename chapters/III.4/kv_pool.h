@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "events.h"
 #include "qwen3.h"
 #include "util.h"
 
@@ -45,6 +46,7 @@ typedef struct KvPool {
     KvBlockTable *tables;      /* the block tables drawing on the pool */
     int next_table_id;
     pthread_mutex_t lock;      /* the server reads the map while a request runs */
+    EventHub *events;          /* where blocks' events go (GET /v1/events); NULL: nowhere */
 } KvPool;
 
 /* Bytes of one block of block_size positions for the model. */
@@ -61,6 +63,11 @@ void kv_pool_ref(KvPool *p, int b);     /* one more holder: the block is shared 
 void kv_pool_release(KvPool *p, int b); /* one holder fewer; at zero the block is free again */
 void kv_pool_lock(const KvPool *p);
 void kv_pool_unlock(const KvPool *p);
+
+/* Records what just happened to block b ("alloc", "ref", "unref", "free",
+ * "copy" to block to, "evict"...) as an event, when someone listens: chat-server's
+ * live page shows what happens between two looks at the map. to -1: none. */
+void kv_pool_note(const KvPool *p, const char *what, int b, int to);
 
 /* Where a block keeps one layer's keys and values: [block_size, kv_dim] each. */
 float *kv_pool_keys(const KvPool *p, int b, int layer);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "sampling.h"
 #include "sequence.h"
 
@@ -22,6 +23,8 @@ typedef struct {
     GenRequest **queue;         /* [cfg.queue + 1] a ring: queue[head], ... in arrival order */
     int head, n_waiting;
     GenRequest *running;
+    int position, generated;    /* the running request's, after its last step (for the events) */
+    uint64_t ticks;             /* the worker's steps (a forward pass, or a request's end), for the events */
     bool stopping;
     bool joined;
     pthread_t worker;
@@ -75,6 +78,91 @@ static void finish_cancelled_waiting(Serve *s) {
     free(gone);
 }
 
+/* ---- events (GET /v1/events) ---------------------------------------------------------------- */
+
+/* The running request and the queue, shaped as III.7's slots view (one slot). Under mu. */
+static void slots_json(const Serve *s, Buf *out) {
+    buf_printf(out, "{\"max_concurrent\":1,\"running\":%d,\"slots\":[{\"slot\":0", s->running != NULL);
+    if (s->running) {
+        const GenInput *in = gen_input(s->running);
+        buf_puts(out, ",\"state\":\"busy\",\"request\":");
+        json_append_string(out, in->id, strlen(in->id));
+        int prefilled = s->position < in->n_prompt ? s->position : in->n_prompt;
+        buf_printf(out, ",\"phase\":\"%s\",\"position\":%d,\"prompt_tokens\":%d,\"cached_tokens\":0,"
+                   "\"prefilled_tokens\":%d,\"generated\":%d}",
+                   s->position < in->n_prompt ? "prefill" : "decode", s->position, in->n_prompt, prefilled, s->generated);
+    } else {
+        buf_puts(out, ",\"state\":\"idle\"}");
+    }
+    buf_printf(out, "],\"queue\":%d,\"waiting\":[", s->cfg.queue);
+    for (int i = 0; i < s->n_waiting; i++) {
+        const GenInput *in = gen_input(s->queue[(s->head + i) % (s->cfg.queue + 1)]);
+        buf_puts(out, i ? ",{\"request\":" : "{\"request\":");
+        json_append_string(out, in->id, strlen(in->id));
+        buf_printf(out, ",\"tokens\":%d}", in->n_prompt);
+    }
+    buf_puts(out, "]}");
+}
+
+/* The tick event: B, the prompt tokens read, and the state the step left:
+ * the slot and queue, the pool's map and tables. */
+static void note_tick(Serve *s, int batch, int prefilled) {
+    Buf e = {0};
+    buf_printf(&e, "{\"ev\":\"tick\",\"tick\":%llu,\"B\":%d,\"prefilled\":%d,\"slots\":", (unsigned long long)s->ticks,
+               batch, prefilled);
+    pthread_mutex_lock(&s->mu);
+    slots_json(s, &e);
+    pthread_mutex_unlock(&s->mu);
+    buf_puts(&e, ",\"kv\":");
+    if (s->cfg.pool) kv_pool_json(s->cfg.pool, &e);
+    else buf_puts(&e, "null");
+    buf_puts(&e, "}");
+    events_emit(s->cfg.events, e.data, e.len);
+    buf_free(&e);
+}
+
+/* Records an event about r ("admit"; "end", a tick of its own) when someone listens. */
+static void note_request(Serve *s, const char *ev, GenRequest *r) {
+    bool end = strcmp(ev, "end") == 0;
+    if (end) s->ticks++;
+    if (!events_on(s->cfg.events)) return;
+    const GenInput *in = gen_input(r);
+    Buf e = {0};
+    buf_printf(&e, "{\"ev\":\"%s\",\"tick\":%llu,\"req\":", ev, (unsigned long long)s->ticks + !end);
+    json_append_string(&e, in->id, strlen(in->id));
+    buf_printf(&e, ",\"slot\":0,\"cached\":0,\"tokens\":%d}", in->n_prompt);
+    events_emit(s->cfg.events, e.data, e.len);
+    buf_free(&e);
+    if (end) note_tick(s, 0, 0);
+}
+
+/* A forward pass of r's sequence ran: prompt tokens (prefill), or 0 for a
+ * decode step. Records where r is, and when someone listens, the step's
+ * events: what ran, then the tick with the state it left (as III.7's). */
+static void note_step(Serve *s, GenRequest *r, const Sequence *seq, int prompt) {
+    pthread_mutex_lock(&s->mu);
+    s->position = seq->n_tokens;
+    s->generated = seq->n_tokens - gen_input(r)->n_prompt;
+    s->ticks++;
+    pthread_mutex_unlock(&s->mu);
+    if (!events_on(s->cfg.events)) return;
+    const GenInput *in = gen_input(r);
+    Buf e = {0};
+    unsigned long long tick = (unsigned long long)s->ticks;
+    if (prompt) {
+        buf_printf(&e, "{\"ev\":\"prefill\",\"tick\":%llu,\"req\":", tick);
+        json_append_string(&e, in->id, strlen(in->id));
+        buf_printf(&e, ",\"slot\":0,\"rows\":%d,\"done\":%d,\"of\":%d}", prompt, seq->n_tokens, in->n_prompt);
+    } else {
+        buf_printf(&e, "{\"ev\":\"decode\",\"tick\":%llu,\"B\":1,\"reqs\":[", tick);
+        json_append_string(&e, in->id, strlen(in->id));
+        buf_puts(&e, "]}");
+    }
+    events_emit(s->cfg.events, e.data, e.len);
+    buf_free(&e);
+    note_tick(s, prompt ? 0 : 1, prompt);
+}
+
 /* ---- running one request ------------------------------------------------------------------ */
 
 /* Positions in the pool (or the context, without one). */
@@ -120,6 +208,7 @@ static int run_request(Serve *s, GenRequest *r, char *err) {
     } else if (seq_extend(&seq, in->prompt, in->n_prompt, err) != 0) {
         status = 503;
     } else {
+        note_step(s, r, &seq, in->n_prompt);
         gen_prefill_done(r, 0);
         for (;;) {
             int32_t token = sampler_sample(sampler, seq.logits, NULL);
@@ -135,6 +224,7 @@ static int run_request(Serve *s, GenRequest *r, char *err) {
                 status = 503;
                 break;
             }
+            note_step(s, r, &seq, 0);
         }
     }
     seq_free(&seq);
@@ -149,14 +239,17 @@ static void *worker_main(void *arg) {
         while (!s->stopping && s->n_waiting == 0) pthread_cond_wait(&s->wake, &s->mu);
         GenRequest *r = s->stopping ? NULL : queue_pop(s);
         s->running = r;
+        s->position = s->generated = 0;
         pthread_mutex_unlock(&s->mu);
         if (!r) return NULL;
         char err[ERR_MAX];
         gen_begin(r);
+        note_request(s, "admit", r);
         int status = run_request(s, r, err);
         pthread_mutex_lock(&s->mu);
         s->running = NULL; /* before r ends: its client may send the next request at once */
         pthread_mutex_unlock(&s->mu);
+        note_request(s, "end", r);
         if (status) gen_fail(r, status, err);
         else gen_finish(r);
     }
@@ -257,7 +350,7 @@ Engine *serve_engine_create(const ServeConfig *c, char *err) {
     pthread_cond_init(&s->wake, NULL);
     s->engine = (Engine){.name = "III.4 (one request at a time)", .submit = serve_submit, .stats = serve_stats,
                          .debug_json = serve_debug_json, .shutdown = serve_shutdown, .destroy = serve_destroy,
-                         .impl = s};
+                         .impl = s, .events = c->events};
     if (pthread_create(&s->worker, NULL, worker_main, s) != 0) {
         err_set(err, "cannot start the engine's thread");
         s->joined = true;

@@ -22,6 +22,7 @@ typedef struct {
     KvPool *pool;         /* shared by every request; NULL for basic */
     int ctx;              /* the longest sequence, prompt + generated */
     int queue;            /* requests that may wait while one runs (>= 0) */
+    EventHub *events;     /* what each step did, for GET /v1/events and the live page; NULL: not recorded */
 } ServeConfig;
 
 /* The engine (server.h) with its worker thread started; NULL with err. It

@@ -26,7 +26,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: chat-server [options] <model.gguf>\n\n");
     fprintf(f, "An OpenAI-compatible chat server: POST /v1/chat/completions (streamed or not),\n");
     fprintf(f, "POST /v1/completions, GET /v1/models, /health, /metrics (Prometheus), /v1/kv (the KV pool and the\n");
-    fprintf(f, "prefix cache), /v1/slots (the scheduler's slots and queue).\n");
+    fprintf(f, "prefix cache), /v1/slots (the scheduler's slots and queue), /v1/events (what each tick does,\n");
+    fprintf(f, "as Server-Sent Events), and at / a page that draws it all live beside a chat.\n");
     fprintf(f, "This chapter runs many requests at once in slots, reusing cached prompt prefixes.\n\n");
     fprintf(f, "options:\n");
     server_flags_usage(f);
@@ -114,6 +115,7 @@ typedef struct {
     Backend *be;
     KvPool *pool;
     Engine *engine;
+    EventHub *events;  /* what the engine does, for GET /v1/events and the page at GET / */
     char *name;
 } Loaded;
 
@@ -130,10 +132,12 @@ static int load(Loaded *l, Options *o, char *err) {
     l->pool = kv_flags_make_pool(&o->kv, &l->model.cfg, ctx, err);
     if (!l->pool && err[0]) return -1;
     if (l->pool) kv_pool_report(l->pool, stderr);
+    l->events = events_create();
+    if (l->pool) l->pool->events = l->events;
     SchedConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],
                       .pool = l->pool, .ctx = ctx, .queue = o->queue, .max_concurrent = o->max_concurrent,
                       .prefill_chunk = o->prefill_chunk, .prefix_cache = !o->no_prefix_cache,
-                      .trace = o->trace ? stderr : NULL};
+                      .trace = o->trace ? stderr : NULL, .events = l->events, .tok = l->tok};
     if (!(l->engine = sched_engine_create(&sc, err))) return -1;
     if (strcmp(o->server.model_name, "model") == 0) o->server.model_name = l->name = model_name(o->model_path);
     o->server.tok = l->tok;
@@ -149,6 +153,7 @@ static void unload(Loaded *l) {
         l->engine->destroy(l->engine);
     }
     kv_pool_free(l->pool);
+    events_free(l->events);
     tokenizer_free(l->tok);
     qwen3_free(&l->model);
     backend_free(l->be);

@@ -94,6 +94,7 @@ static void copy_on_write(PagedKvCache *pc, int i) {
     }
     p->fill[copy] = rows;
     pc->table.blocks[i] = copy;
+    kv_pool_note(p, "copy", old, copy);
     kv_pool_release(p, old);
 }
 

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "events.h"
 #include "qwen3.h"
 #include "util.h"
 
@@ -54,6 +55,7 @@ typedef struct KvPool {
     KvReclaimFn reclaim;       /* NULL: nobody to ask (kv_pool_set_reclaim) */
     void *reclaim_ctx;
     pthread_mutex_t lock;      /* the server reads the map while a request runs */
+    EventHub *events;          /* where blocks' events go (GET /v1/events); NULL: nowhere */
 } KvPool;
 
 /* Bytes of one block of block_size positions for the model. */
@@ -72,6 +74,11 @@ void kv_pool_lock(const KvPool *p);
 void kv_pool_unlock(const KvPool *p);
 /* Who a reserve asks for blocks when too few are free (fn NULL: nobody). */
 void kv_pool_set_reclaim(KvPool *p, KvReclaimFn fn, void *ctx);
+
+/* Records what just happened to block b ("alloc", "ref", "unref", "free",
+ * "copy" to block to, "evict"...) as an event, when someone listens: chat-server's
+ * live page shows what happens between two looks at the map. to -1: none. */
+void kv_pool_note(const KvPool *p, const char *what, int b, int to);
 
 /* Where a block keeps one layer's keys and values: [block_size, kv_dim] each. */
 float *kv_pool_keys(const KvPool *p, int b, int layer);

@@ -119,6 +119,8 @@ int radix_match(RadixTree *t, const int32_t *tokens, int n, int *blocks) {
     t->stats.lookups++;
     t->stats.hits += m > 0;
     t->stats.cached_tokens += (uint64_t)m;
+    events_emitf(t->pool->events, "{\"ev\":\"lookup\",\"tokens\":%d,\"matched\":%d,\"node\":%d}", n, m,
+                 m > 0 ? last->id : -1);
     kv_pool_unlock(t->pool);
     return m;
 }
@@ -170,6 +172,8 @@ static void add_leaf(RadixTree *t, RadixNode *node, const int32_t *tokens, const
     }
     leaf->last_use = now;
     add_child(node, leaf);
+    events_emitf(t->pool->events, "{\"ev\":\"cache\",\"node\":%d,\"parent\":%d,\"blocks\":%d}", leaf->id, node->id,
+                 n_blocks);
     t->stats.blocks += n_blocks;
     t->stats.inserted_blocks += (uint64_t)n_blocks;
 }
@@ -221,6 +225,8 @@ static int evict_locked(RadixTree *t, int n) {
         while (freed < n && leaf->n_blocks > 0 && t->pool->ref[leaf->blocks[leaf->n_blocks - 1]] == 1) {
             int b = leaf->blocks[--leaf->n_blocks];
             t->pool->cached[b] = 0;
+            events_emitf(t->pool->events, "{\"ev\":\"evict\",\"node\":%d,\"block\":%d,\"left\":%d}", leaf->id, b,
+                         leaf->n_blocks);
             kv_pool_release(t->pool, b);
             freed++;
         }
@@ -289,23 +295,31 @@ RadixStats radix_stats(RadixTree *t) {
 #define JSON_MAX_TOKENS 32 /* token ids shown per node; the span says how many there are */
 
 /* One node and its subtree; start is the position of its first token. */
-static void node_json(const RadixTree *t, const RadixNode *node, int start, Buf *out) {
+static void node_json(const RadixTree *t, const Tokenizer *tok, const RadixNode *node, int start, Buf *out) {
     int n_tokens = node->n_blocks * t->block_size;
     buf_printf(out, "{\"id\":%d,\"span\":[%d,%d],\"last_use\":%llu,\"tokens\":[", node->id, start, start + n_tokens,
                (unsigned long long)node->last_use);
     for (int i = 0; i < n_tokens && i < JSON_MAX_TOKENS; i++) buf_printf(out, "%s%d", i ? "," : "", node->tokens[i]);
-    buf_puts(out, "],\"blocks\":[");
+    buf_puts(out, "]");
+    if (tok) { /* every token of the edge; a character cut by a block boundary shows as U+FFFD */
+        size_t len;
+        char *text = tokenizer_decode(tok, node->tokens, n_tokens, true, &len);
+        buf_puts(out, ",\"text\":");
+        json_append_string(out, text, len);
+        free(text);
+    }
+    buf_puts(out, ",\"blocks\":[");
     for (int i = 0; i < node->n_blocks; i++)
         buf_printf(out, "%s{\"id\":%d,\"ref\":%d}", i ? "," : "", node->blocks[i], t->pool->ref[node->blocks[i]]);
     buf_puts(out, "],\"children\":[");
     for (int i = 0; i < node->n_children; i++) {
         if (i) buf_puts(out, ",");
-        node_json(t, node->children[i], start + n_tokens, out);
+        node_json(t, tok, node->children[i], start + n_tokens, out);
     }
     buf_puts(out, "]}");
 }
 
-void radix_json(RadixTree *t, Buf *out) {
+void radix_json(RadixTree *t, const Tokenizer *tok, Buf *out) {
     kv_pool_lock(t->pool);
     const RadixStats *s = &t->stats;
     buf_printf(out,
@@ -316,7 +330,7 @@ void radix_json(RadixTree *t, Buf *out) {
                (unsigned long long)s->lookups, (unsigned long long)s->hits,
                (unsigned long long)(s->lookups - s->hits), (unsigned long long)s->cached_tokens,
                (unsigned long long)s->inserted_blocks, (unsigned long long)s->evicted_blocks);
-    node_json(t, t->root, 0, out);
+    node_json(t, tok, t->root, 0, out);
     buf_puts(out, "}");
     kv_pool_unlock(t->pool);
 }

@@ -28,6 +28,7 @@
 
 #include "kv_pool.h"
 #include "sequence.h"
+#include "tokenizer.h"
 #include "util.h"
 
 typedef struct RadixNode {
@@ -85,8 +86,9 @@ int radix_evict(RadixTree *t, int n);
 
 RadixStats radix_stats(RadixTree *t);
 /* The tree as JSON (GET /v1/kv): counters, and every node with its token
- * span, token ids, blocks, their reference counts and its last use. */
-void radix_json(RadixTree *t, Buf *out);
+ * span, token ids, the text they decode to (with tok; NULL: ids only),
+ * blocks, their reference counts and its last use. */
+void radix_json(RadixTree *t, const Tokenizer *tok, Buf *out);
 
 /* A sequence for tokens[0..n) on a paged cache of the tree's pool that
  * already holds the longest cached prefix, at most n - 1 tokens: the last

@@ -28,6 +28,7 @@
 #include "kv_cache.h"
 #include "qwen3.h"
 #include "server.h"
+#include "tokenizer.h"
 
 typedef struct {
     const Qwen3Model *model;
@@ -41,6 +42,8 @@ typedef struct {
     bool prefix_cache;    /* share cached prefixes (a paged pool only) */
     FILE *trace;          /* --trace-scheduler: a line per tick that did something; NULL: none */
     bool manual;          /* tests: no engine thread; sched_tick runs the ticks */
+    EventHub *events;     /* what each tick did, for GET /v1/events and the live page; NULL: not recorded */
+    const Tokenizer *tok; /* shows the prefix cache's token ids as text in the views; NULL: ids only */
 } SchedConfig;
 
 #define SCHED_DEFAULT_SLOTS 4

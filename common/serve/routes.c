@@ -12,10 +12,14 @@
 #include <strings.h>
 #include <time.h>
 
+#include "events.h"
 #include "openai.h"
+#include "page.h"
 #include "server_internal.h"
 
 #define WATCH_MS 100            /* how often a waiting request looks at its client */
+#define EVENTS_WAIT_MS 250      /* how long an event stream waits for events before it looks at its client */
+#define EVENTS_KEEPALIVE_MS 15000 /* a comment line after this long without events, so proxies keep the stream */
 
 /* ---- metrics ------------------------------------------------------------------------------ */
 
@@ -359,6 +363,66 @@ static void route_debug(Exchange *x, const char *view) {
     buf_free(&b);
 }
 
+/* GET /: the live page. It holds no secret: with --api-key it asks for the
+ * key and sends it with each of its requests. The policy lets it talk to
+ * this server only, and run only its own inline script. */
+static void route_page(Exchange *x) {
+    reply(x, 200, "text/html; charset=utf-8", (const char *)page_html, page_html_len,
+          "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n"
+          "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+          "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'\r\n");
+}
+
+/* GET /v1/events: the engine's events as Server-Sent Events, until the
+ * client goes away or the server stops. The engine writes into this
+ * stream's ring and never waits for it (events.h); what the client is too
+ * slow to take is dropped and counted in a "dropped" event. */
+static void route_events(Exchange *x) {
+    EventHub *h = x->s->engine->events;
+    char err[ERR_MAX];
+    if (!h) {
+        snprintf(err, sizeof err, "the %s engine records no events", x->s->engine->name);
+        routes_reply_error(x, 404, err, NULL);
+        return;
+    }
+    EventSub *sub = events_subscribe(h, 0, err);
+    if (!sub) {
+        routes_reply_error(x, 503, err, NULL);
+        return;
+    }
+    x->keep_alive = false; /* the stream ends only when the connection does */
+    x->status = 200;
+    HttpStream hs = {0};
+    Buf b = {0};
+    buf_puts(&b, "retry: 1000\ndata: {\"ev\":\"hello\",\"engine\":");
+    json_append_string(&b, x->s->engine->name, strlen(x->s->engine->name));
+    buf_puts(&b, ",\"views\":[");
+    const char *views[] = {"kv", "slots"}; /* which of the debug routes this engine answers */
+    for (int i = 0, n = 0; i < 2; i++) {
+        Buf probe = {0};
+        if (x->s->engine->debug_json(x->s->engine, views[i], &probe) == 0) buf_printf(&b, "%s\"%s\"", n++ ? "," : "", views[i]);
+        buf_free(&probe);
+    }
+    buf_printf(&b, "],\"next_id\":%llu}\n\n", (unsigned long long)events_count(h));
+    if (http_stream_begin(&hs, x->fd, x->req->minor, 200, "text/event-stream", false,
+                          "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") == 0 &&
+        http_stream_write(&hs, b.data, b.len) == 0) {
+        double last = time_now_ms();
+        while (!atomic_load(&x->s->stopping) && !client_gone(x->fd)) {
+            b.len = 0;
+            events_read(sub, &b, EVENTS_WAIT_MS);
+            if (!b.len && time_now_ms() - last >= EVENTS_KEEPALIVE_MS) buf_puts(&b, ": still here\n\n");
+            if (!b.len) continue;
+            if (http_stream_write(&hs, b.data, b.len) != 0) break;
+            last = time_now_ms();
+        }
+        if (!hs.failed) http_stream_end(&hs);
+    }
+    snprintf(x->note, sizeof x->note, "event stream closed, %llu events dropped", (unsigned long long)events_dropped(sub));
+    events_unsubscribe(sub);
+    buf_free(&b);
+}
+
 static void route_kv(Exchange *x) { route_debug(x, "kv"); }
 static void route_slots(Exchange *x) { route_debug(x, "slots"); }
 
@@ -370,6 +434,7 @@ typedef struct {
 } Route;
 
 static const Route ROUTES[] = {
+    {"/", "GET", route_page, true},
     {"/health", "GET", route_health, true},
     {"/v1/models", "GET", route_models, false},
     {"/v1/chat/completions", "POST", route_chat, false},
@@ -377,6 +442,7 @@ static const Route ROUTES[] = {
     {"/metrics", "GET", route_metrics, false},
     {"/v1/kv", "GET", route_kv, false},
     {"/v1/slots", "GET", route_slots, false},
+    {"/v1/events", "GET", route_events, false},
 };
 #define N_ROUTES ((int)(sizeof ROUTES / sizeof ROUTES[0]))
 
@@ -406,7 +472,7 @@ const char *routes_dispatch(Exchange *x) {
     }
     if (!route) {
         char msg[320];
-        snprintf(msg, sizeof msg, "no route %s %.100s (see /v1/models, /v1/chat/completions, /v1/completions, /health, /metrics)",
+        snprintf(msg, sizeof msg, "no route %s %.100s (see /, /v1/models, /v1/chat/completions, /v1/completions, /v1/events, /health, /metrics)",
                  req->method, req->path);
         routes_reply_error(x, 404, msg, NULL);
         return "other";

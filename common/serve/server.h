@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "events.h"
 #include "http.h"
 #include "sampling.h"
 #include "tokenizer.h"
@@ -163,6 +164,9 @@ struct Engine {
     void (*shutdown)(Engine *e);
     void (*destroy)(Engine *e);
     void *impl;
+    /* Where the engine records what each step did (events.h), sent by GET
+     * /v1/events and drawn by the page at GET /; NULL: it records nothing. */
+    EventHub *events;
 };
 
 /* ---- the server ------------------------------------------------------------------------ */

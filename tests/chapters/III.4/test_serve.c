@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "events.h"
 #include "harness.h"
 #include "ops.h"
 #include "sequence.h"
@@ -24,20 +25,23 @@ static void fx_close(Fixture *f);
 
 /* The small model, a pool of n_blocks blocks of 16 (0: the basic cache) and
  * the engine; false (with everything closed) if that fails. */
-static bool fx_open(Fixture *f, int n_blocks, int queue) {
+static bool fx_open_events(Fixture *f, int n_blocks, int queue, EventHub *events) {
     char err[ERR_MAX];
     memset(f, 0, sizeof *f);
     if (!load_test_model(&f->m, "small-f32")) return false;
     f->tok = tokenizer_load(&f->m.file, err);
     f->be = backend_create("scalar", 1, err);
     if (n_blocks) f->pool = kv_pool_create(&f->m.cfg, 16, n_blocks, err);
+    if (f->pool) f->pool->events = events;
     ServeConfig c = {.model = &f->m, .be = f->be, .kv_kind = n_blocks ? "paged" : "basic", .pool = f->pool,
-                     .ctx = f->m.cfg.ctx_len, .queue = queue};
+                     .ctx = f->m.cfg.ctx_len, .queue = queue, .events = events};
     f->e = f->tok && f->be && (f->pool || !n_blocks) ? serve_engine_create(&c, err) : NULL;
     CHECK_MSG(f->e, "%s", err);
     if (!f->e) fx_close(f);
     return f->e != NULL;
 }
+
+static bool fx_open(Fixture *f, int n_blocks, int queue) { return fx_open_events(f, n_blocks, queue, NULL); }
 
 static void fx_close(Fixture *f) {
     if (f->e) f->e->destroy(f->e);
@@ -153,6 +157,60 @@ TEST(III4_serve_run_greedy_matches_a_plain_loop) {
     CHECK_EQ_INT(pool_used(&f), 0); /* the cache went back before the request ended */
     gen_request_free(r);
     fx_close(&f);
+}
+
+/* With an event stream: every step of two requests, one after the other, is
+ * a tick, numbered in order; each request is admitted, prefilled, decoded
+ * and ended; the last tick shows the slot idle and the pool empty; and the
+ * tokens are still the plain loop's. */
+TEST(III4_serve_events_every_step_in_order) {
+    EventHub *hub = events_create();
+    char err[ERR_MAX];
+    EventSub *sub = events_subscribe(hub, 0, err);
+    Fixture f;
+    if (!fx_open_events(&f, 64, 2, hub)) {
+        events_unsubscribe(sub);
+        events_free(hub);
+        return;
+    }
+    int32_t want[32], got[32];
+    int n_want = greedy_reference(&f, "Once upon a time", 12, want), n_got = 0;
+    for (int k = 0; k < 2; k++) {
+        GenRequest *r = request(&f, "Once upon a time", 12, 0, 0);
+        CHECK_EQ_INT(f.e->submit(f.e, r, err), 0);
+        CHECK(collect(r, got, &n_got, 10000));
+        CHECK(n_got == n_want && memcmp(got, want, sizeof(int32_t) * (size_t)n_want) == 0);
+        gen_request_free(r);
+    }
+    fx_close(&f); /* the worker has stopped: every event is in */
+    Buf out = {0};
+    events_read(sub, &out, 0);
+    int ticks = 0, admit = 0, prefill = 0, decode = 0, end = 0, alloc = 0, freed = 0;
+    const char *last_tick = NULL;
+    bool in_order = true;
+    for (const char *p = out.data; p && (p = strstr(p, "data: {\"ev\":\"")); p += 6) {
+        const char *ev = p + strlen("data: {\"ev\":\"");
+        if (strncmp(ev, "tick\"", 5) == 0) {
+            in_order &= atoi(strstr(ev, "\"tick\":") + 7) == ++ticks;
+            last_tick = ev;
+        }
+        admit += strncmp(ev, "admit\"", 6) == 0;
+        prefill += strncmp(ev, "prefill\"", 8) == 0;
+        decode += strncmp(ev, "decode\"", 7) == 0;
+        end += strncmp(ev, "end\"", 4) == 0;
+        alloc += strncmp(ev, "alloc\"", 6) == 0;
+        freed += strncmp(ev, "free\"", 5) == 0;
+    }
+    CHECK(in_order);
+    CHECK(admit == 2 && prefill == 2 && end == 2 && decode == 2 * (n_want - 1));
+    CHECK_EQ_INT(ticks, prefill + decode + end);
+    CHECK(alloc > 0 && alloc == freed);
+    CHECK_MSG(last_tick && strstr(last_tick, "\"state\":\"idle\"") && strstr(last_tick, "\"blocks_used\":0"), "%s",
+              last_tick ? last_tick : "no tick");
+    CHECK_EQ_INT((int)events_dropped(sub), 0);
+    buf_free(&out);
+    events_unsubscribe(sub);
+    events_free(hub);
 }
 
 TEST(III4_serve_run_one_after_another_same_tokens) {

@@ -207,7 +207,7 @@ TEST(III7_radix_split_an_edge_where_a_sequence_leaves_it) {
     CHECK_EQ_INT(got[3], ba[3]);
     drop_blocks(p, got, 4);
     Buf j = {0};
-    radix_json(t, &j);
+    radix_json(t, NULL, &j);
     char err[ERR_MAX];
     JsonValue *v = json_parse(j.data, j.len, err);
     CHECK_MSG(v != NULL, "%s: %s", err, j.data);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "events.h"
 #include "json.h"
 #include "openai.h"
 #include "scheduler.h"
@@ -24,6 +25,8 @@ typedef struct {
     Engine *e;
     GenRequest *reqs[16]; /* freed by fx_close, after the engine: whatever a failed check left running */
     int n_reqs;
+    EventHub *events;     /* with Setup.events_ring: the hub, and its one subscriber */
+    EventSub *sub;
 } Fixture;
 
 typedef struct {
@@ -32,6 +35,8 @@ typedef struct {
     int ctx;                                       /* 0: the model's */
     FILE *trace;                                   /* NULL: $TRACE_SCHED set, stderr, else none */
     const char *backend;                           /* NULL: scalar; parallel runs 2 threads */
+    size_t events_ring;                            /* > 0: an event hub the engine and the pool record into, and
+                                                      one subscriber (Fixture.sub) with a ring of this many bytes */
 } Setup;
 
 static bool fx_open(Fixture *f, Setup su) {
@@ -42,10 +47,16 @@ static bool fx_open(Fixture *f, Setup su) {
     bool parallel = su.backend && strcmp(su.backend, "parallel") == 0;
     f->be = backend_create(su.backend ? su.backend : "scalar", parallel ? 2 : 1, err);
     if (su.n_blocks) f->pool = kv_pool_create(&f->m.cfg, su.block_size, su.n_blocks, err);
+    if (su.events_ring) {
+        f->events = events_create();
+        f->sub = events_subscribe(f->events, su.events_ring, err);
+    }
+    if (f->pool) f->pool->events = f->events;
     SchedConfig c = {.model = &f->m, .be = f->be, .kv_kind = su.n_blocks ? "paged" : "basic", .pool = f->pool,
                      .ctx = su.ctx ? su.ctx : f->m.cfg.ctx_len, .queue = su.queue ? su.queue : 16, .max_concurrent = su.slots,
                      .prefill_chunk = su.chunk ? su.chunk : 256, .prefix_cache = !su.no_prefix_cache, .manual = true,
-                     .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL};
+                     .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL, .events = f->events,
+                     .tok = f->tok};
     f->e = f->tok && f->be && (f->pool || !su.n_blocks) ? sched_engine_create(&c, err) : NULL;
     CHECK_MSG(f->e, "%s", err);
     return f->e != NULL;
@@ -56,6 +67,8 @@ static void fx_close(Fixture *f) {
     if (f->e && f->pool) CHECK_EQ_INT(f->pool->n_free, f->pool->n_blocks); /* every block back */
     for (int i = 0; i < f->n_reqs; i++) gen_request_free(f->reqs[i]);
     kv_pool_free(f->pool);
+    events_unsubscribe(f->sub);
+    events_free(f->events);
     tokenizer_free(f->tok);
     backend_free(f->be);
     qwen3_free(&f->m);
@@ -690,5 +703,119 @@ TEST(III7_sched_trace_views_and_bad_configs) {
                        .prefill_chunk = 1, .manual = true};
     CHECK(sched_engine_create(&bad, err) == NULL);
     CHECK_MSG(strstr(err, "--max-concurrent >= 1"), "%s", err);
+    fx_close(&f);
+}
+
+/* ---- the event stream (GET /v1/events) ------------------------------------------------------- */
+
+/* Counts of each kind of event, and how the ticks went. */
+typedef struct {
+    int admit, prefill, decode, preempt, end, tick, lookup, cache, ref, alloc, dropped, with_tree;
+    long long last_tick;   /* the last tick event's number */
+    bool in_order;         /* tick events numbered 1, 2, 3...; a job's event in the tick being run */
+} Seen;
+
+/* Reads what sub holds now; the tick being run is `tick`. */
+static void take_events(EventSub *sub, long long tick, Seen *seen) {
+    Buf out = {0};
+    char err[ERR_MAX];
+    events_read(sub, &out, 0);
+    for (char *p = out.data; p && (p = strstr(p, "data: ")); ) {
+        p += 6;
+        char *end = strstr(p, "\n\n");
+        JsonValue *v = end ? json_parse(p, (size_t)(end - p), err) : NULL;
+        CHECK_MSG(v, "an event is not JSON: %.80s", p);
+        if (!v) break;
+        const char *ev = json_get(v, "ev")->string;
+        const JsonValue *t = json_get(v, "tick");
+        if (strcmp(ev, "tick") == 0) {
+            seen->tick++;
+            seen->in_order &= (long long)t->number == seen->last_tick + 1 && (long long)t->number == tick;
+            seen->last_tick = (long long)t->number;
+            seen->with_tree += json_get(v, "tree") != NULL;
+            CHECK(json_get(v, "slots") && json_get(json_get(v, "kv"), "map"));
+        } else if (t) {
+            seen->in_order &= (long long)t->number == tick;
+        }
+        seen->admit += !strcmp(ev, "admit");
+        seen->prefill += !strcmp(ev, "prefill");
+        seen->decode += !strcmp(ev, "decode");
+        seen->preempt += !strcmp(ev, "preempt");
+        seen->end += !strcmp(ev, "end");
+        seen->lookup += !strcmp(ev, "lookup");
+        seen->cache += !strcmp(ev, "cache");
+        seen->ref += !strcmp(ev, "ref");
+        seen->alloc += !strcmp(ev, "alloc");
+        seen->dropped += !strcmp(ev, "dropped");
+        json_free(v);
+        p = end;
+    }
+    buf_free(&out);
+}
+
+/* MIX at once on 2 slots and a pool tight enough to preempt, read after
+ * every tick: every tick appears once, in order, with what ran in it; and
+ * every request still gets its solo tokens (recording changes nothing). */
+TEST(III7_sched_events_every_tick_in_order) {
+    Fixture f;
+    if (!fx_open(&f, (Setup){.slots = 3, .block_size = 4, .n_blocks = 20, .chunk = 16, .events_ring = EVENTS_RING_BYTES})) {
+        fx_close(&f);
+        return;
+    }
+    GenRequest *r[N_MIX];
+    for (int i = 0; i < N_MIX; i++) submit_ok(&f, r[i] = request(&f, &MIX[i], i));
+    Seen seen = {.in_order = true};
+    long long ticks = 0;
+    for (bool busy = true; busy && ticks < 2000;) {
+        busy = sched_tick(f.e);
+        take_events(f.sub, ++ticks, &seen);
+    }
+    CHECK_MSG(seen.in_order, "a tick's events came out of order or a tick is missing (last tick event %lld of %lld)",
+              seen.last_tick, ticks);
+    CHECK_EQ_INT(seen.tick, (int)ticks);
+    CHECK_EQ_INT((int)sched_stats(f.e).ticks, (int)ticks);
+    CHECK_EQ_INT(seen.dropped, 0);
+    CHECK_EQ_INT(seen.end, N_MIX);
+    CHECK_EQ_INT(seen.admit, N_MIX + seen.preempt); /* a preempted request is admitted again */
+    CHECK_EQ_INT(seen.lookup, seen.admit);
+    CHECK_EQ_INT((int)sched_stats(f.e).preemptions, seen.preempt);
+    CHECK(seen.decode > 0 && seen.prefill >= N_MIX && seen.cache > 0 && seen.alloc > 0 && seen.with_tree > 0);
+    CHECK_MSG(seen.ref > 0, "the shared prefix was never shared by reference");
+    for (int i = 0; i < N_MIX; i++) {
+        Out got = {0}, want;
+        CHECK(drain(r[i], &got));
+        solo(&f, &MIX[i], &want);
+        CHECK_MSG(same_out(&got, &want), "request %d: recording the events changed its tokens", i);
+    }
+    fx_close(&f);
+}
+
+/* A subscriber that never reads: its ring fills, the rest is dropped and
+ * counted, the engine goes on as without it (the same tokens, the pool
+ * whole), and the reader learns how many it lost. */
+TEST(III7_sched_events_stalled_reader_drops) {
+    Fixture f;
+    if (!fx_open(&f, (Setup){.slots = 3, .block_size = 4, .n_blocks = 64, .events_ring = 4096})) {
+        fx_close(&f);
+        return;
+    }
+    GenRequest *r[N_MIX];
+    for (int i = 0; i < N_MIX; i++) submit_ok(&f, r[i] = request(&f, &MIX[i], i));
+    run_all(&f, 2000);
+    for (int i = 0; i < N_MIX; i++) {
+        Out got = {0}, want;
+        CHECK(drain(r[i], &got));
+        solo(&f, &MIX[i], &want);
+        CHECK(same_out(&got, &want));
+    }
+    uint64_t lost = events_dropped(f.sub);
+    CHECK_MSG(lost > 100, "only %llu events dropped", (unsigned long long)lost);
+    Buf out = {0};
+    events_read(f.sub, &out, 0);
+    char want[96];
+    snprintf(want, sizeof want, "\"ev\":\"dropped\",\"n\":%llu,", (unsigned long long)lost);
+    CHECK_MSG(strstr(out.data, want), "no dropped event counting %llu", (unsigned long long)lost);
+    CHECK(out.len < 4096 + 256); /* no more than the ring held, and the count */
+    buf_free(&out);
     fx_close(&f);
 }
