@@ -1070,6 +1070,11 @@ static Summary summarize(const Options *o, const Request *req) {
     n_itl = 0;
     for (int i = 0; i < n; i++) {
         const Request *r = &req[i];
+        if (r->failure.kind == ERR_SKIPPED) { /* never sent: no times */
+            s.errors++;
+            if (!s.by_kind[ERR_SKIPPED]++) s.example[ERR_SKIPPED] = r->failure.msg;
+            continue;
+        }
         if (r->t_sent < t0) t0 = r->t_sent;
         if (r->t_end > t1) t1 = r->t_end;
         if (!request_ok(r)) {
@@ -1088,7 +1093,7 @@ static Summary summarize(const Options *o, const Request *req) {
         memcpy(itl + n_itl, r->itl, (size_t)r->n_itl * sizeof *itl);
         n_itl += r->n_itl;
     }
-    s.wall_s = n ? (t1 - t0) / 1e3 : 0;
+    s.wall_s = t1 > t0 ? (t1 - t0) / 1e3 : 0;
     s.ttft = stats_of(ttft, n_ttft);
     s.latency = stats_of(lat, s.completed);
     s.itl = stats_of(itl, n_itl);

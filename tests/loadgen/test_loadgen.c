@@ -386,6 +386,9 @@ TEST(loadgen_conversations_stop_at_a_failed_turn) {
     CHECK_EQ_INT(json_num_path(r.json, "completed"), 2);
     CHECK_EQ_INT(json_num_path(r.json, "error_kinds.incomplete"), 2);
     CHECK_EQ_INT(json_num_path(r.json, "error_kinds.skipped"), 2);
+    /* the wall time is of the requests sent: the skipped ones have no times */
+    CHECK_MSG(json_num_path(r.json, "wall_s") < r.ms / 1e3 + 0.001, "wall %g s, loadgen ran %g ms",
+              json_num_path(r.json, "wall_s"), r.ms);
     ran_free(&r);
     r = loadgen("--url http://127.0.0.1:1 --conversations 2 -n 6", 0);
     CHECK_MSG(r.status == 2 && strstr(r.err, "give one"), "exit %d, stderr %s", r.status, r.err);
