@@ -5,6 +5,7 @@
 #> make replicas [N=2 MODEL=f.gguf PORT=8000]  N chat-servers of the last chapter and HAProxy in front,
 #>   [ARGS=...]                                routing each request by its prefix (HAProxy installed from
 #>                                             Debian as root if missing); prints the URL, Ctrl-C stops all
+#> make replicas-deps                          HAProxy, from Debian (as root), for make replicas and its test
 #> make bench-replicas [REPLICAS_LOAD=...]     2 replicas of the Qwen3-0.6B-shaped Q8_0 model: round robin
 #>                                             against prefix affinity (cache share, TTFT, tokens/s), then one
 #>                                             replica killed mid-run; writes build/bench/replicas.json
