@@ -19,7 +19,7 @@ REPLICAS_RUN    = tools/replicas/run.sh
 
 .PHONY: replicas replicas-deps bench-replicas
 replicas-deps:
-	@command -v haproxy >/dev/null || tools/apt-install.sh replicas haproxy
+	@command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || tools/apt-install.sh replicas haproxy
 
 replicas: replicas-deps $(REPLICAS_SERVER) $(if $(filter $(DEFAULT_MODEL),$(MODEL)),$(DEFAULT_MODEL))
 	$(REPLICAS_RUN) --port $(REPLICAS_PORT) --dir $(BUILD)/replicas $(REPLICAS_SERVER) $(MODEL) $(REPLICAS_N) $(ARGS)

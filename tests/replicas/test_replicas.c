@@ -189,10 +189,14 @@ static Turn turn_of(const Ran *ran, int turns, int c, int t) {
     return x;
 }
 
+/* On the PATH, or in /usr/sbin (Debian's place, not on a user's PATH), as run.sh looks. */
 static bool haproxy_missing(void) {
-    char *argv[] = {"haproxy", "-v", NULL};
-    pid_t pid = spawn(argv, test_tmp_path("haproxy-v.out"));
-    return pid <= 0 || reap(pid, 10000) != 0;
+    for (int i = 0; i < 2; i++) {
+        char *argv[] = {i ? "/usr/sbin/haproxy" : "haproxy", "-v", NULL};
+        pid_t pid = spawn(argv, test_tmp_path("haproxy-v.out"));
+        if (pid > 0 && reap(pid, 10000) == 0) return false;
+    }
+    return true;
 }
 
 /* The balancer's page as CSV: is the replica's row marked status? */
@@ -220,16 +224,21 @@ static bool wait_status(int port, const char *name, const char *status, int ms) 
     return false;
 }
 
-TEST(replicas_prefix_affinity_keeps_conversations_cached) {
+/* The replicas with this balance, or false when the test is skipped or failed. */
+static bool replicas_up(Replicas *r, const char *balance) {
+    memset(r, 0, sizeof *r);
     if (haproxy_missing()) {
-        SKIP("haproxy is not installed (make replicas-deps installs it from Debian)");
-        return;
+        test_skip("haproxy is not installed (make replicas-deps installs it from Debian)");
+        return false;
     }
+    if (replicas_start(r, balance)) return true;
+    replicas_stop(r);
+    return false;
+}
+
+TEST(replicas_prefix_affinity_keeps_conversations_cached) {
     Replicas r;
-    if (!replicas_start(&r, "prefix")) {
-        replicas_stop(&r);
-        return;
-    }
+    if (!replicas_up(&r, "prefix")) return;
     Ran ran = conversations(&r, 1, 3);
     /* the replica conversation 0 went to: the one to kill below */
     int victim = !strcmp(turn_of(&ran, 3, 0, 0).replica, r.name[0]) ? 0 : 1, other = 1 - victim;
@@ -276,15 +285,8 @@ TEST(replicas_prefix_affinity_keeps_conversations_cached) {
 }
 
 TEST(replicas_round_robin_loses_the_cache) {
-    if (haproxy_missing()) {
-        SKIP("haproxy is not installed (make replicas-deps installs it from Debian)");
-        return;
-    }
     Replicas r;
-    if (!replicas_start(&r, "roundrobin")) {
-        replicas_stop(&r);
-        return;
-    }
+    if (!replicas_up(&r, "roundrobin")) return;
     /* One request at a time, and turns 1 and 2 of a conversation are consecutive
      * requests: round robin sends them to different replicas. */
     Ran ran = conversations(&r, 1, 3);

@@ -34,7 +34,9 @@ case $n in ''|*[!0-9]*|0) echo "run.sh: N must be a number of replicas from 1, n
 case $port in ''|*[!0-9]*) echo "run.sh: --port must be a number, not '$port'" >&2; exit 2 ;; esac
 [ -x "$server" ] || { echo "run.sh: no chat-server at $server (make it first)" >&2; exit 2; }
 [ -r "$model" ] || { echo "run.sh: cannot read the model $model" >&2; exit 2; }
-command -v haproxy >/dev/null || { echo "run.sh: haproxy is not installed (make replicas installs it)" >&2; exit 2; }
+# Debian puts it in /usr/sbin, which is not on a user's PATH.
+haproxy=$(command -v haproxy || echo /usr/sbin/haproxy)
+[ -x "$haproxy" ] || { echo "run.sh: haproxy is not installed (make replicas-deps installs it)" >&2; exit 2; }
 mkdir -p "$dir" || exit 2
 
 pids=()
@@ -81,8 +83,8 @@ awk -v servers="$servers" -v rr=$([ "$balance" = roundrobin ] && echo 1 || echo 
     skip               { next }
     rr && /^ *balance hash/ { print "    balance roundrobin"; next }
     { print }' "$here/haproxy.cfg" | sed 's/\\n/\n/g' >"$cfg"
-LB_BIND=127.0.0.1:$port haproxy -c -q -f "$cfg" || { echo "run.sh: haproxy rejects $cfg" >&2; exit 1; }
-LB_BIND=127.0.0.1:$port haproxy -db -f "$cfg" 2>"$dir/haproxy.log" &
+LB_BIND=127.0.0.1:$port "$haproxy" -c -q -f "$cfg" || { echo "run.sh: haproxy rejects $cfg" >&2; exit 1; }
+LB_BIND=127.0.0.1:$port "$haproxy" -db -f "$cfg" 2>"$dir/haproxy.log" &
 pids+=($!)
 for _ in $(seq 1 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
