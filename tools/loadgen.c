@@ -333,7 +333,7 @@ static void prompt_make(const Options *o, int i, Buf *out) {
     words_make(out, seed_of(o, 0), shared, -1);
     Buf own = {0};
     words_make(&own, seed_of(o, (uint64_t)i + 1), o->prompt_words - shared, i);
-    append_word(out, own.data ? own.data : "");
+    if (own.len) append_word(out, own.data);
     buf_free(&own);
 }
 
@@ -928,7 +928,7 @@ static int words_for(double tokens, double tokens_per_word) {
 
 /* How many words make the asked tokens. Two probes, of the 64 words once and
  * twice (each word equally often, as in the prompts on average; the second
- * begins with the first, which a prefix cache does not compute again), give
+ * begins with the first, which a server's prefix cache does not compute again), give
  * the tokens a word takes and what the chat template adds around one message. The prompts are
  * then exact on average, within a few tokens each: counting exactly would
  * need the model's own tokenizer, and loadgen talks to servers, not files. */
