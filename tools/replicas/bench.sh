@@ -83,9 +83,7 @@ echo "  kill: $busiest (pid $victim) killed after $need answers"
 wait "$lpid"
 krc=$?
 echo "  kill: loadgen exit $krc (1: some requests failed), $(awk -v a="$tk" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s after the kill"
-sleep 3 # two failed health checks: the balancer's page says DOWN
 stop
-after=$(grep -c "replicas/$busiest " "$log")
 
 row() { # row NAME
     f=$out/replicas-$1.json
@@ -98,8 +96,8 @@ echo
 echo "  balance      cached  TTFT p50  TTFT p90  output/s  completed  errors"
 echo "                    %        ms        ms  tokens/s"
 for r in roundrobin prefix kill; do row "$r"; done
-echo "  (cached: the share of prompt tokens read from a replica's prefix cache; the kill run's replica"
-echo "   $busiest answered $after requests in all before it died)"
+echo "  (cached: the share of prompt tokens read from a replica's prefix cache; kill: incomplete are the"
+echo "   streams the killed replica was sending, skipped the later turns of their conversations)"
 
 json() { # json NAME: one run's figures
     f=$out/replicas-$1.json
