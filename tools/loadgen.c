@@ -4,11 +4,18 @@
  *
  *   loadgen [--url http://127.0.0.1:8080] [-n N] [-c C] [--prompt-tokens P]
  *           [--output-tokens O] [--shared-prefix F] [--json]     (--help lists all)
+ *   loadgen --conversations K [--turns T] [--system-tokens S] ...  (multi-turn)
  *
  * C worker threads share a counter of N requests. Each worker sends its next
  * request (POST /v1/chat/completions with "stream": true) and reads the
  * server-sent events of the answer to their end, timing every chunk that
- * carries text. Per request it measures:
+ * carries text. With --conversations, the counter is of conversations: a
+ * worker runs one conversation's T turns in order, each turn sending the
+ * system prompt, the earlier turns with the answers the server gave, and a
+ * new user message; what a prefix cache (or a balancer keeping conversations
+ * on one replica) is for. Two probe requests first measure how many tokens
+ * the server counts for a word, so that P and S are tokens. Per request it
+ * measures:
  *   time to first token   request sent -> first chunk with non-empty content
  *   inter-token latency   the gaps between consecutive content chunks
  *   request latency       request sent -> data: [DONE]
@@ -18,7 +25,9 @@
  * / the wall time from the first request sent to the last byte received.
  * Output tokens come from the answer's final usage chunk (requested with
  * stream_options.include_usage) or, when a server sends none, one per content
- * chunk; the report says which.
+ * chunk; the report says which. The same chunk's prompt_tokens_details gives
+ * the prompt tokens the server read from its prefix cache, and an X-Replica
+ * header (tools/replicas/haproxy.cfg sets it) which replica answered.
  *
  * Loopback only: a load generator pointed at someone else's server is an
  * attack, so any host outside 127.0.0.0/8, localhost and ::1 is refused. */
@@ -54,7 +63,15 @@ typedef struct {
     socklen_t addr_len;
     int port;
     int n_requests, concurrency;
-    int prompt_words;             /* prompt length, in words of about one token each */
+    bool n_given;                 /* -n was on the command line */
+    int prompt_tokens;            /* asked: a request's prompt tokens (a turn's user message in conversations) */
+    int system_tokens;            /* asked: a conversation's system prompt tokens */
+    int conversations, turns;     /* conversations > 0: the multi-turn workload */
+    bool no_probe;                /* count one token per word, without asking the server */
+    /* Set by calibrate(): how the server counts, and the words that make the asked tokens. */
+    double tokens_per_word;       /* a prompt word's tokens on average (1 with --no-probe) */
+    double template_tokens;       /* what the chat template adds to a one-message prompt (0 with --no-probe) */
+    int prompt_words, system_words;
     int output_tokens;            /* max_tokens of every request */
     double shared_prefix;         /* share of the prompt identical across requests, [0, 1] */
     const char *model;            /* NULL: the first model of GET /v1/models */
@@ -70,14 +87,23 @@ static void usage(FILE *f) {
         "usage: loadgen [options]\n"
         "Sends N streaming chat requests, C at a time, to an OpenAI-compatible server on\n"
         "this machine and reports output tokens/s, time to first token, inter-token latency\n"
-        "and request latency (mean, p50, p90, p99) and errors.\n"
+        "and request latency (mean, p50, p90, p99), the share of prompt tokens the server\n"
+        "read from its prefix cache, and errors.\n"
         "  --url URL              the server, http://HOST:PORT (default http://127.0.0.1:8080);\n"
         "                         HOST must be loopback: 127.x.x.x, localhost or [::1]\n"
         "  -n, --requests N       requests in all (default 32)\n"
         "  -c, --concurrency C    requests in flight at once (default 4)\n"
-        "  --prompt-tokens P      prompt length in words of about one token each (default 128)\n"
+        "  --prompt-tokens P      prompt tokens of each request, chat template included (default 128);\n"
+        "                         two probe requests first measure how the server counts words\n"
+        "  --no-probe             no probe: count one token per word and none for the template\n"
         "  --output-tokens O      max_tokens of each request (default 64)\n"
         "  --shared-prefix F      share of the prompt identical in every request, 0..1 (default 0)\n"
+        "multi-turn (instead of -n): K conversations, C at a time, each T turns in order, every turn\n"
+        "sending the whole conversation so far (the earlier answers included):\n"
+        "  --conversations K      conversations, each with its own system prompt\n"
+        "  --turns T              turns of each (default 4)\n"
+        "  --system-tokens S      tokens of each conversation's system prompt (default 256); a turn's\n"
+        "                         user message has P tokens (--prompt-tokens)\n"
         "  --model NAME           the model field (default: the first of GET /v1/models)\n"
         "  --temperature T        sampling temperature (default 0)\n"
         "  --ignore-eos           ask the server to generate all O tokens (\"ignore_eos\": true)\n"
@@ -189,7 +215,10 @@ typedef struct { const char *name, *alias; double lo, hi; bool integer; size_t o
 static const NumOption NUM_OPTIONS[] = {
     {"--requests", "-n", 1, 1000000, true, offsetof(Options, n_requests)},
     {"--concurrency", "-c", 1, 1024, true, offsetof(Options, concurrency)},
-    {"--prompt-tokens", NULL, 1, 100000, true, offsetof(Options, prompt_words)},
+    {"--prompt-tokens", NULL, 1, 100000, true, offsetof(Options, prompt_tokens)},
+    {"--system-tokens", NULL, 1, 100000, true, offsetof(Options, system_tokens)},
+    {"--conversations", NULL, 1, 100000, true, offsetof(Options, conversations)},
+    {"--turns", NULL, 1, 1000, true, offsetof(Options, turns)},
     {"--output-tokens", NULL, 1, 1000000, true, offsetof(Options, output_tokens)},
     {"--seed", NULL, 0, 2147483647, true, offsetof(Options, seed)},
     {"--shared-prefix", NULL, 0, 1, false, offsetof(Options, shared_prefix)},
@@ -210,8 +239,8 @@ static int option_number(Options *o, const NumOption *opt, const char *flag, con
 
 /* Returns 0 to run, 1 after --help, -1 with err on a bad command line. */
 static int options_parse(Options *o, int argc, char **argv, char *err) {
-    *o = (Options){.n_requests = 32, .concurrency = 4, .prompt_words = 128, .output_tokens = 64,
-                   .timeout_s = 120, .seed = 1};
+    *o = (Options){.n_requests = 32, .concurrency = 4, .prompt_tokens = 128, .system_tokens = 256, .turns = 4,
+                   .output_tokens = 64, .timeout_s = 120, .seed = 1};
     const char *url = "http://127.0.0.1:8080";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -219,6 +248,7 @@ static int options_parse(Options *o, int argc, char **argv, char *err) {
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = true; continue; }
         if (!strcmp(a, "--json")) { o->json = true; continue; }
         if (!strcmp(a, "--samples")) { o->samples = true; continue; }
+        if (!strcmp(a, "--no-probe")) { o->no_probe = true; continue; }
         const NumOption *num = NULL;
         for (size_t k = 0; k < sizeof NUM_OPTIONS / sizeof NUM_OPTIONS[0]; k++)
             if (!strcmp(a, NUM_OPTIONS[k].name) || (NUM_OPTIONS[k].alias && !strcmp(a, NUM_OPTIONS[k].alias)))
@@ -233,18 +263,33 @@ static int options_parse(Options *o, int argc, char **argv, char *err) {
             return -1;
         }
         if (num && option_number(o, num, a, v, err)) return -1;
+        if (num && !strcmp(num->name, "--requests")) o->n_given = true;
         if (!strcmp(a, "--url")) url = v;
         if (!strcmp(a, "--model")) o->model = v;
     }
-    if (o->concurrency > o->n_requests) o->concurrency = o->n_requests;
+    if (o->conversations) {
+        if (o->n_given) {
+            err_set(err, "-n and --conversations: give one (conversations send K x T requests)");
+            return -1;
+        }
+        if ((long)o->conversations * o->turns > 1000000) {
+            err_set(err, "--conversations x --turns is more than 1000000 requests");
+            return -1;
+        }
+        o->n_requests = o->conversations * o->turns;
+    }
+    int parallel = o->conversations ? o->conversations : o->n_requests;
+    if (o->concurrency > parallel) o->concurrency = parallel;
     return target_parse_url(o, url, err);
 }
 
 /* ---- prompts -------------------------------------------------------------- */
 
 /* Common English words: with their leading space, each is one token in Qwen's
- * vocabulary, and byte-level BPE does not merge across the spaces, so a prompt
- * of P words is about P tokens (the server's usage.prompt_tokens says exactly). */
+ * vocabulary, but two or three in the smaller vocabularies of the models
+ * tools/mkmodel makes. Byte-level BPE does not merge across the spaces, so a
+ * prompt's tokens are the sum of its words' tokens: calibrate() measures the
+ * average on the server itself. */
 static const char *const PROMPT_WORDS[64] = {
     "time", "day", "house", "water", "tree", "light", "friend", "story",
     "garden", "river", "city", "road", "music", "book", "world", "family",
@@ -268,32 +313,69 @@ static void append_word(Buf *b, const char *w) {
     buf_puts(b, w);
 }
 
-/* Request i's prompt: the shared words (the same for every request), then the
- * request's own words, the first two of which spell i so that no two requests
- * share more than the shared part (up to 4096 requests). */
-static void prompt_make(const Options *o, int i, Buf *out) {
-    int shared = (int)lround(o->prompt_words * o->shared_prefix);
-    uint64_t s = (uint64_t)o->seed * 0x2545F4914F6CDD1Dull;
-    for (int k = 0; k < shared; k++) append_word(out, PROMPT_WORDS[splitmix64(&s) % 64]);
-    s = (uint64_t)o->seed * 0x2545F4914F6CDD1Dull + (uint64_t)i + 1;
-    for (int k = 0; k < o->prompt_words - shared; k++) {
-        int w = k == 0 ? i % 64 : k == 1 ? (i / 64) % 64 : (int)(splitmix64(&s) % 64);
+/* n words from the generator at seed; with tag >= 0 the first two spell tag
+ * (up to 4096 tags), so that texts of different tags differ from their start. */
+static void words_make(Buf *out, uint64_t seed, int n, int tag) {
+    for (int k = 0; k < n; k++) {
+        int w = tag >= 0 && k == 0 ? tag % 64 : tag >= 0 && k == 1 ? (tag / 64) % 64 : (int)(splitmix64(&seed) % 64);
         append_word(out, PROMPT_WORDS[w]);
     }
+}
+
+static uint64_t seed_of(const Options *o, uint64_t stream) {
+    return (uint64_t)o->seed * 0x2545F4914F6CDD1Dull + stream;
+}
+
+/* Request i's prompt: the shared words (the same for every request), then the
+ * request's own words, tagged i: no two requests share more than the shared part. */
+static void prompt_make(const Options *o, int i, Buf *out) {
+    int shared = (int)lround(o->prompt_words * o->shared_prefix);
+    words_make(out, seed_of(o, 0), shared, -1);
+    Buf own = {0};
+    words_make(&own, seed_of(o, (uint64_t)i + 1), o->prompt_words - shared, i);
+    if (own.len) append_word(out, own.data);
+    buf_free(&own);
+}
+
+/* Conversation c's system prompt (tagged c: conversations differ from their
+ * first word) and its turn t's user message. */
+static void system_make(const Options *o, int c, Buf *out) {
+    words_make(out, seed_of(o, 1u << 30 | (uint64_t)c), o->system_words, c);
+}
+
+static void user_make(const Options *o, int c, int t, Buf *out) {
+    words_make(out, seed_of(o, (uint64_t)1 << 40 | (uint64_t)c << 20 | (uint64_t)t), o->prompt_words, t);
+}
+
+static void append_message(Buf *b, const char *role, const char *text, size_t n) {
+    buf_printf(b, "%s{\"role\":\"%s\",\"content\":", b->len && b->data[b->len - 1] != '[' ? "," : "", role);
+    json_append_string(b, text, n);
+    buf_puts(b, "}");
+}
+
+/* A chat request's body up to its messages' "[": the messages come next. */
+static void body_open(const Options *o, const char *model, Buf *b) {
+    buf_puts(b, "{\"model\":");
+    json_append_string(b, model, strlen(model));
+    buf_puts(b, ",\"messages\":[");
+}
+
+/* Closes the messages and adds the sampling fields. */
+static void body_close(const Options *o, int max_tokens, bool stream, Buf *b) {
+    buf_printf(b, "],\"stream\":%s,", stream ? "true" : "false");
+    if (stream) buf_puts(b, "\"stream_options\":{\"include_usage\":true},");
+    buf_printf(b, "\"max_tokens\":%d,\"temperature\":", max_tokens);
+    json_append_number(b, o->temperature);
+    if (o->ignore_eos) buf_puts(b, ",\"ignore_eos\":true");
+    buf_puts(b, "}");
 }
 
 static void request_body(const Options *o, const char *model, int i, Buf *b) {
     Buf prompt = {0};
     prompt_make(o, i, &prompt);
-    buf_puts(b, "{\"model\":");
-    json_append_string(b, model, strlen(model));
-    buf_puts(b, ",\"messages\":[{\"role\":\"user\",\"content\":");
-    json_append_string(b, prompt.data, prompt.len);
-    buf_printf(b, "}],\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-               "\"max_tokens\":%d,\"temperature\":", o->output_tokens);
-    json_append_number(b, o->temperature);
-    if (o->ignore_eos) buf_puts(b, ",\"ignore_eos\":true");
-    buf_puts(b, "}");
+    body_open(o, model, b);
+    append_message(b, "user", prompt.data, prompt.len);
+    body_close(o, o->output_tokens, true, b);
     buf_free(&prompt);
 }
 
@@ -307,11 +389,12 @@ typedef enum {
     ERR_PROTOCOL,    /* not HTTP, bad chunked framing, a chunk that is not JSON */
     ERR_SERVER,      /* an "error" object inside the stream */
     ERR_INCOMPLETE,  /* the stream ended before [DONE], or had no finish_reason */
+    ERR_SKIPPED,     /* not sent: an earlier turn of its conversation failed */
     N_ERR_KINDS
 } ErrKind;
 
 static const char *const ERR_NAMES[N_ERR_KINDS] = {
-    "none", "connect", "timeout", "http_status", "protocol", "server_error", "incomplete",
+    "none", "connect", "timeout", "http_status", "protocol", "server_error", "incomplete", "skipped",
 };
 
 typedef struct {
@@ -343,6 +426,7 @@ typedef struct {
     Framing framing;
     uint64_t left;        /* BODY_LENGTH: bytes of body left; BODY_CHUNKED: of the current chunk */
     bool chunk_crlf;      /* BODY_CHUNKED: a chunk's data ended, its CRLF is still to come */
+    char replica[64];     /* the X-Replica header (which replica behind a balancer answered), or "" */
     bool body_done;
 } Conn;
 
@@ -461,6 +545,8 @@ static int http_read_head(Conn *c, Failure *f) {
                 return fail(f, ERR_PROTOCOL, "bad Content-Length '%.40s'", v);
             c->framing = BODY_LENGTH;
             c->left = n;
+        } else if (!strcasecmp(line, "x-replica")) {
+            snprintf(c->replica, sizeof c->replica, "%s", v);
         }
     }
     if (!line) return -1;
@@ -571,6 +657,10 @@ typedef struct {
     int chunks;                     /* chunks that carried text */
     int usage_completion;           /* usage.completion_tokens, -1 when none came */
     int usage_prompt;               /* usage.prompt_tokens, -1 when none came */
+    int usage_cached;               /* usage.prompt_tokens_details.cached_tokens, -1 when none came */
+    int conversation, turn;         /* multi-turn: which (turn from 1); else -1, 0 */
+    char replica[64];               /* the X-Replica header, or "" */
+    Buf reply;                      /* the answer's content: the next turn sends it back */
     char finish_reason[32];         /* "" until one came */
     bool done;                      /* data: [DONE] came */
     double *itl;                    /* [n_itl] gaps between content chunks, ms */
@@ -633,6 +723,7 @@ static int request_event(Request *r, const char *data, size_t len, double now, F
         const char *content = text_of(delta, "content");
         const char *reasoning = text_of(delta, "reasoning_content");
         if ((content && *content) || (reasoning && *reasoning)) request_content(r, now);
+        if (content) buf_puts(&r->reply, content);
         const char *finish = text_of(c0, "finish_reason");
         if (finish) snprintf(r->finish_reason, sizeof r->finish_reason, "%s", *finish ? finish : "?");
     }
@@ -640,6 +731,8 @@ static int request_event(Request *r, const char *data, size_t len, double now, F
     if (usage && usage->type == JSON_OBJECT) {
         r->usage_completion = int_of(usage, "completion_tokens");
         r->usage_prompt = int_of(usage, "prompt_tokens");
+        const JsonValue *details = json_get(usage, "prompt_tokens_details");
+        if (details && details->type == JSON_OBJECT) r->usage_cached = int_of(details, "cached_tokens");
     }
     json_free(v);
     return 0;
@@ -713,16 +806,15 @@ static int request_stream(Conn *c, Request *r, Failure *f) {
     return 0;
 }
 
-static void request_run(const Options *o, const char *model, int index, Request *r) {
-    Buf body = {0};
-    request_body(o, model, index, &body);
-    *r = (Request){.t_first = -1, .usage_completion = -1, .usage_prompt = -1};
+/* Sends body and reads the streamed answer into r. */
+static void request_run(const Options *o, Buf *body, Request *r) {
     Failure *f = &r->failure;
     Conn c;
     r->t_sent = time_now_ms();
     if (!conn_open(&c, o, r->t_sent + o->timeout_s * 1e3, f) &&
-        !http_send_request(&c, o, "POST", "/v1/chat/completions", &body, f) &&
+        !http_send_request(&c, o, "POST", "/v1/chat/completions", body, f) &&
         !http_read_head(&c, f)) {
+        memcpy(r->replica, c.replica, sizeof r->replica);
         if (c.status != 200)
             http_error_reason(&c, f);
         else
@@ -730,6 +822,45 @@ static void request_run(const Options *o, const char *model, int index, Request 
     }
     if (f->kind != ERR_NONE) r->t_end = time_now_ms();
     conn_close(&c);
+}
+
+static Request request_new(int conversation, int turn) {
+    return (Request){.t_first = -1, .usage_completion = -1, .usage_prompt = -1, .usage_cached = -1,
+                     .conversation = conversation, .turn = turn};
+}
+
+/* Conversation c: its turns in order, each sending the system prompt, the
+ * earlier turns with their answers, and its own user message. A failed turn
+ * ends the conversation: the turns after it are counted as skipped. */
+static void conversation_run(const Options *o, const char *model, int c, Request *turns) {
+    Buf system = {0}, messages = {0}, user = {0}, body = {0};
+    system_make(o, c, &system);
+    append_message(&messages, "system", system.data, system.len);
+    bool failed = false;
+    for (int t = 0; t < o->turns; t++) {
+        Request *r = &turns[t];
+        *r = request_new(c, t + 1);
+        if (failed) {
+            r->failure.kind = ERR_SKIPPED;
+            snprintf(r->failure.msg, sizeof r->failure.msg, "turn %d of conversation %d failed", t, c);
+            continue;
+        }
+        user.len = 0;
+        user_make(o, c, t, &user);
+        body.len = 0;
+        body_open(o, model, &body);
+        buf_append(&body, messages.data, messages.len);
+        append_message(&body, "user", user.data, user.len);
+        body_close(o, o->output_tokens, true, &body);
+        request_run(o, &body, r);
+        failed = !request_ok(r);
+        /* what the next turn sends back: this turn's message and its answer */
+        append_message(&messages, "user", user.data, user.len);
+        append_message(&messages, "assistant", r->reply.data ? r->reply.data : "", r->reply.len);
+    }
+    buf_free(&system);
+    buf_free(&messages);
+    buf_free(&user);
     buf_free(&body);
 }
 
@@ -756,20 +887,95 @@ static char *model_discover(const Options *o, char *err) {
     return id;
 }
 
+/* ---- how the server counts ---------------------------------------------------- */
+
+/* The prompt tokens the server counts for one user message of the words
+ * PROMPT_WORDS[0..63] repeated reps times (the last word first: the probes
+ * share little with the requests' prompts, which begin with the first ones),
+ * from a non-streaming request for one token. -1 with err. */
+static int probe_tokens(const Options *o, const char *model, int reps, char *err) {
+    Buf text = {0}, body = {0}, answer = {0};
+    for (int k = 0; k < 64 * reps; k++) append_word(&text, PROMPT_WORDS[63 - k % 64]);
+    body_open(o, model, &body);
+    append_message(&body, "user", text.data, text.len);
+    body_close(o, 1, false, &body);
+    Conn c;
+    Failure f = {0};
+    int n = -1;
+    if (!conn_open(&c, o, time_now_ms() + o->timeout_s * 1e3, &f) &&
+        !http_send_request(&c, o, "POST", "/v1/chat/completions", &body, &f) && !http_read_head(&c, &f) &&
+        !http_read_all(&c, &answer, 1 << 20, &f)) {
+        JsonValue *v = json_parse(answer.data, answer.len, NULL);
+        n = c.status == 200 && v ? int_of(json_get(v, "usage"), "prompt_tokens") : -1;
+        if (n < 0)
+            err_set(err, "the probe request (to count the server's tokens) got HTTP %d without usage.prompt_tokens: "
+                    "pass --no-probe to count one token per word", c.status);
+        json_free(v);
+    } else {
+        err_set(err, "the probe request (to count the server's tokens) failed: %s", f.msg);
+    }
+    conn_close(&c);
+    buf_free(&text);
+    buf_free(&body);
+    buf_free(&answer);
+    return n;
+}
+
+static int words_for(double tokens, double tokens_per_word) {
+    long w = lround(tokens / tokens_per_word);
+    return w < 1 ? 1 : w > 1000000 ? 1000000 : (int)w;
+}
+
+/* How many words make the asked tokens. Two probes, of the 64 words once and
+ * twice (each word equally often, as in the prompts on average; the second
+ * begins with the first, which a server's prefix cache does not compute again), give
+ * the tokens a word takes and what the chat template adds around one message. The prompts are
+ * then exact on average, within a few tokens each: counting exactly would
+ * need the model's own tokenizer, and loadgen talks to servers, not files. */
+static int calibrate(Options *o, const char *model, char *err) {
+    o->tokens_per_word = 1;
+    o->template_tokens = 0;
+    if (!o->no_probe) {
+        int a = probe_tokens(o, model, 1, err), b = a < 0 ? -1 : probe_tokens(o, model, 2, err);
+        if (b < 0) return -1;
+        if (b <= a) {
+            err_set(err, "the server counted %d prompt tokens for 64 words and %d for 128: "
+                    "pass --no-probe to count one token per word", a, b);
+            return -1;
+        }
+        o->tokens_per_word = (b - a) / 64.0;
+        o->template_tokens = a - 64 * o->tokens_per_word;
+    }
+    double own = o->conversations ? 0 : o->template_tokens; /* a turn's message: its own tokens only */
+    o->prompt_words = words_for(o->prompt_tokens - own, o->tokens_per_word);
+    o->system_words = words_for(o->system_tokens, o->tokens_per_word);
+    return 0;
+}
+
 /* ---- the run ---------------------------------------------------------------- */
 
 typedef struct {
     const Options *o;
     const char *model;
-    Request *requests;   /* [n_requests] */
-    atomic_int next;     /* the next request to send */
+    Request *requests;   /* [n_requests]; conversations: [conversations][turns] */
+    atomic_int next;     /* the next request (or conversation) to send */
 } Run;
 
 static void *worker(void *arg) {
     Run *run = arg;
+    const Options *o = run->o;
     int i;
-    while ((i = atomic_fetch_add(&run->next, 1)) < run->o->n_requests)
-        request_run(run->o, run->model, i, &run->requests[i]);
+    while ((i = atomic_fetch_add(&run->next, 1)) < (o->conversations ? o->conversations : o->n_requests)) {
+        if (o->conversations) {
+            conversation_run(o, run->model, i, &run->requests[(size_t)i * o->turns]);
+            continue;
+        }
+        Buf body = {0};
+        request_body(o, run->model, i, &body);
+        run->requests[i] = request_new(-1, 0);
+        request_run(o, &body, &run->requests[i]);
+        buf_free(&body);
+    }
     return NULL;
 }
 
@@ -806,6 +1012,13 @@ static Stats stats_of(double *x, int n) {
     return s;
 }
 
+/* Prompt tokens, and those the server read from its prefix cache. */
+typedef struct {
+    int n;                              /* requests that said both */
+    long long prompt, cached;
+    Stats ttft;                         /* by_turn only */
+} Cache;
+
 typedef struct {
     int completed, errors;
     int by_kind[N_ERR_KINDS];
@@ -814,9 +1027,38 @@ typedef struct {
     int from_usage;                     /* completed requests counted from usage */
     long long prompt_tokens;            /* usage.prompt_tokens of completed requests */
     int n_prompt;
+    Cache cache;                        /* of completed requests that said their cached tokens */
+    Cache *by_turn;                     /* conversations: [turns] */
     double wall_s;                      /* first request sent -> last byte received */
     Stats ttft, itl, latency;           /* ms, over completed requests (ttft: those with text) */
 } Summary;
+
+static void cache_add(Cache *c, const Request *r) {
+    if (r->usage_prompt < 0 || r->usage_cached < 0) return;
+    c->n++;
+    c->prompt += r->usage_prompt;
+    c->cached += r->usage_cached;
+}
+
+static double cache_share(const Cache *c) { return c->prompt ? (double)c->cached / c->prompt : 0; }
+
+/* Conversations: each turn's cache share and TTFT (over its completed requests). */
+static void summarize_turns(const Options *o, const Request *req, Summary *s) {
+    s->by_turn = xcalloc((size_t)o->turns, sizeof *s->by_turn);
+    double *ttft = xmalloc((size_t)o->conversations * sizeof *ttft);
+    for (int t = 0; t < o->turns; t++) {
+        Cache *c = &s->by_turn[t];
+        int n = 0;
+        for (int k = 0; k < o->conversations; k++) {
+            const Request *r = &req[(size_t)k * o->turns + t];
+            if (!request_ok(r)) continue;
+            cache_add(c, r);
+            if (r->chunks) ttft[n++] = r->t_first - r->t_sent;
+        }
+        c->ttft = stats_of(ttft, n);
+    }
+    free(ttft);
+}
 
 static Summary summarize(const Options *o, const Request *req) {
     Summary s = {0};
@@ -828,6 +1070,11 @@ static Summary summarize(const Options *o, const Request *req) {
     n_itl = 0;
     for (int i = 0; i < n; i++) {
         const Request *r = &req[i];
+        if (r->failure.kind == ERR_SKIPPED) { /* never sent: no times */
+            s.errors++;
+            if (!s.by_kind[ERR_SKIPPED]++) s.example[ERR_SKIPPED] = r->failure.msg;
+            continue;
+        }
         if (r->t_sent < t0) t0 = r->t_sent;
         if (r->t_end > t1) t1 = r->t_end;
         if (!request_ok(r)) {
@@ -839,16 +1086,18 @@ static Summary summarize(const Options *o, const Request *req) {
         s.output_tokens += request_tokens(r, &from_usage);
         s.from_usage += from_usage;
         if (r->usage_prompt >= 0) s.prompt_tokens += r->usage_prompt, s.n_prompt++;
+        cache_add(&s.cache, r);
         if (r->chunks) ttft[n_ttft++] = r->t_first - r->t_sent;
         lat[s.completed] = r->t_end - r->t_sent;
         s.completed++;
         memcpy(itl + n_itl, r->itl, (size_t)r->n_itl * sizeof *itl);
         n_itl += r->n_itl;
     }
-    s.wall_s = n ? (t1 - t0) / 1e3 : 0;
+    s.wall_s = t1 > t0 ? (t1 - t0) / 1e3 : 0;
     s.ttft = stats_of(ttft, n_ttft);
     s.latency = stats_of(lat, s.completed);
     s.itl = stats_of(itl, n_itl);
+    if (o->conversations) summarize_turns(o, req, &s);
     free(ttft);
     free(lat);
     free(itl);
@@ -863,9 +1112,17 @@ static const char *count_source(const Summary *s) {
 static double per_s(double x, double wall_s) { return wall_s > 0 ? x / wall_s : 0; }
 
 static void report_text(const Options *o, const char *model, const Summary *s) {
-    printf("loadgen: %d requests, %d at a time, prompt %d words (%.0f%% shared), "
-           "max_tokens %d, model \"%s\" at %s\n", o->n_requests, o->concurrency, o->prompt_words,
-           o->shared_prefix * 100, o->output_tokens, model, o->url);
+    if (o->conversations)
+        printf("loadgen: %d conversations of %d turns, %d at a time, system prompt %d words, user messages %d words, "
+               "max_tokens %d, model \"%s\" at %s\n", o->conversations, o->turns, o->concurrency, o->system_words,
+               o->prompt_words, o->output_tokens, model, o->url);
+    else
+        printf("loadgen: %d requests, %d at a time, prompt %d words (%.0f%% shared), "
+               "max_tokens %d, model \"%s\" at %s\n", o->n_requests, o->concurrency, o->prompt_words,
+               o->shared_prefix * 100, o->output_tokens, model, o->url);
+    if (o->no_probe) printf("words          one token each (--no-probe)\n");
+    else printf("words          %.2f tokens each, and %.1f for the chat template (two probe requests)\n",
+                o->tokens_per_word, o->template_tokens);
     printf("completed      %d of %d, %d errors, wall %.3f s (first request sent to last byte)\n",
            s->completed, o->n_requests, s->errors, s->wall_s);
     const char *src = count_source(s);
@@ -874,6 +1131,14 @@ static void report_text(const Options *o, const char *model, const Summary *s) {
            !strcmp(src, "none") ? "no completed request" : "usage where sent, else chunks",
            per_s((double)s->output_tokens, s->wall_s), per_s(s->completed, s->wall_s));
     if (s->n_prompt) printf("prompt         %.1f tokens per request (usage)\n", (double)s->prompt_tokens / s->n_prompt);
+    if (s->cache.n)
+        printf("cached         %lld of %lld prompt tokens (%.1f%%) read from the prefix cache (usage, %d requests)\n",
+               s->cache.cached, s->cache.prompt, 100 * cache_share(&s->cache), s->cache.n);
+    for (int t = 0; s->by_turn && t < o->turns; t++) {
+        const Cache *c = &s->by_turn[t];
+        printf("turn %-4d      %d requests, %.1f prompt tokens, %.1f%% cached, ttft p50 %.2f p90 %.2f ms\n", t + 1, c->n,
+               c->n ? (double)c->prompt / c->n : 0, 100 * cache_share(c), c->ttft.p50, c->ttft.p90);
+    }
     printf("%-14s %9s %9s %9s %9s %9s %9s\n", "ms", "mean", "min", "p50", "p90", "p99", "max");
     const struct { const char *name; const Stats *st; } rows[] = {
         {"ttft", &s->ttft}, {"inter-token", &s->itl}, {"latency", &s->latency}};
@@ -929,6 +1194,12 @@ static void json_request(Buf *b, int i, const Request *r) {
     json_num(b, "content_chunks", r->chunks);
     json_num(b, "usage_completion_tokens", r->usage_completion);
     json_num(b, "usage_prompt_tokens", r->usage_prompt);
+    json_num(b, "usage_cached_tokens", r->usage_cached);
+    if (r->conversation >= 0) {
+        json_num(b, "conversation", r->conversation);
+        json_num(b, "turn", r->turn);
+    }
+    json_str(b, "replica", r->replica[0] ? r->replica : NULL);
     json_str(b, "finish_reason", r->finish_reason[0] ? r->finish_reason : NULL);
     json_str(b, "error_kind", request_ok(r) ? NULL : ERR_NAMES[r->failure.kind]);
     json_str(b, "error", request_ok(r) ? NULL : r->failure.msg);
@@ -948,7 +1219,15 @@ static void report_json(const Options *o, const char *model, const Summary *s, c
     json_str(&b, "model", model);
     json_num(&b, "requests", o->n_requests);
     json_num(&b, "concurrency", o->concurrency);
+    json_num(&b, "prompt_tokens_asked", o->prompt_tokens);
     json_num(&b, "prompt_words", o->prompt_words);
+    json_num(&b, "tokens_per_word", o->tokens_per_word);
+    json_num(&b, "template_tokens", o->template_tokens);
+    if (o->conversations) {
+        json_num(&b, "conversations", o->conversations);
+        json_num(&b, "turns", o->turns);
+        json_num(&b, "system_words", o->system_words);
+    }
     json_num(&b, "shared_prefix", o->shared_prefix);
     json_num(&b, "max_tokens", o->output_tokens);
     json_num(&b, "completed", s->completed);
@@ -969,9 +1248,27 @@ static void report_json(const Options *o, const char *model, const Summary *s, c
     json_num(&b, "requests_per_s", per_s(s->completed, s->wall_s));
     if (s->n_prompt) json_num(&b, "prompt_tokens_mean", (double)s->prompt_tokens / s->n_prompt);
     else json_str(&b, "prompt_tokens_mean", NULL);
+    json_num(&b, "cached_prompt_tokens", (double)s->cache.cached);
+    json_num(&b, "cached_share", cache_share(&s->cache));
     json_stats(&b, "ttft_ms", &s->ttft);
     json_stats(&b, "itl_ms", &s->itl);
     json_stats(&b, "latency_ms", &s->latency);
+    if (s->by_turn) {
+        json_key(&b, "by_turn");
+        buf_puts(&b, "[");
+        for (int t = 0; t < o->turns; t++) {
+            const Cache *c = &s->by_turn[t];
+            buf_puts(&b, t ? ",{" : "{");
+            json_num(&b, "turn", t + 1);
+            json_num(&b, "requests", c->n);
+            json_num(&b, "prompt_tokens", (double)c->prompt);
+            json_num(&b, "cached_tokens", (double)c->cached);
+            json_num(&b, "cached_share", cache_share(c));
+            json_stats(&b, "ttft_ms", &c->ttft);
+            buf_puts(&b, "}");
+        }
+        buf_puts(&b, "]");
+    }
     if (o->samples) {
         json_key(&b, "per_request");
         buf_puts(&b, "[");
@@ -1000,8 +1297,9 @@ int main(int argc, char **argv) {
     }
     signal(SIGPIPE, SIG_IGN);
     char *model = o.model ? xstrdup(o.model) : model_discover(&o, err);
-    if (!model) {
+    if (!model || calibrate(&o, model, err)) {
         fprintf(stderr, "loadgen: %s\n", err);
+        free(model);
         return 1;
     }
     Run run = {.o = &o, .model = model, .requests = xcalloc((size_t)o.n_requests, sizeof(Request))};
@@ -1019,8 +1317,12 @@ int main(int argc, char **argv) {
     Summary s = summarize(&o, run.requests);
     if (o.json) report_json(&o, model, &s, run.requests);
     else report_text(&o, model, &s);
-    for (int i = 0; i < o.n_requests; i++) free(run.requests[i].itl);
+    for (int i = 0; i < o.n_requests; i++) {
+        free(run.requests[i].itl);
+        buf_free(&run.requests[i].reply);
+    }
     free(run.requests);
+    free(s.by_turn);
     free(threads);
     free(model);
     return s.errors ? 1 : 0;

@@ -82,23 +82,51 @@ static void answer_json(int fd, int status, const char *json) {
     buf_free(&r);
 }
 
-/* Records the request; returns its 1-based arrival number, and its prompt's word count. */
-static int record_post(FakeServer *fs, const char *body, size_t len, int *prompt_words) {
+static int count_words(const char *text) {
+    int n = *text ? 1 : 0;
+    for (const char *p = text; *p; p++) n += *p == ' ';
+    return n;
+}
+
+/* The prompt tokens of a request: tokens_per_word for each word of every
+ * message, and template_tokens for each message. */
+static int prompt_tokens(const FakeServer *fs, const JsonValue *msgs) {
+    int n = 0;
+    for (size_t i = 0; msgs && msgs->type == JSON_ARRAY && i < msgs->n_items; i++) {
+        const JsonValue *c = json_get(&msgs->items[i], "content");
+        n += fs->template_tokens + (fs->tokens_per_word ? fs->tokens_per_word : 1) *
+             count_words(c && c->type == JSON_STRING ? c->string : "");
+    }
+    return n;
+}
+
+/* Records the request; returns its 1-based arrival number, its prompt tokens
+ * and whether it asked for a stream (a non-streamed one is a probe: counted apart). */
+static int record_post(FakeServer *fs, const char *body, size_t len, int *tokens, bool *stream) {
     JsonValue *v = json_parse(body, len, NULL);
     const JsonValue *msgs = v ? json_get(v, "messages") : NULL;
-    const JsonValue *content = msgs && msgs->type == JSON_ARRAY && msgs->n_items ? json_get(&msgs->items[0], "content") : NULL;
+    int n_msgs = msgs && msgs->type == JSON_ARRAY ? (int)msgs->n_items : 0;
+    const JsonValue *content = n_msgs ? json_get(&msgs->items[n_msgs - 1], "content") : NULL;
     const JsonValue *mt = v ? json_get(v, "max_tokens") : NULL, *st = v ? json_get(v, "stream") : NULL;
     const JsonValue *so = v ? json_get(v, "stream_options") : NULL, *model = v ? json_get(v, "model") : NULL;
     const JsonValue *iu = so ? json_get(so, "include_usage") : NULL;
     const char *prompt = content && content->type == JSON_STRING ? content->string : "";
-    *prompt_words = *prompt ? 1 : 0;
-    for (const char *p = prompt; *p; p++) *prompt_words += *p == ' ';
+    *tokens = prompt_tokens(fs, msgs);
+    *stream = st && st->type == JSON_BOOL && st->boolean;
     pthread_mutex_lock(&fs->mu);
+    if (!*stream) {
+        fs->probes++;
+        pthread_mutex_unlock(&fs->mu);
+        json_free(v);
+        return 0;
+    }
     int k = ++fs->posts;
     if (k <= FAKE_MAX_POSTS) {
         fs->prompts[k - 1] = xstrdup(prompt);
+        fs->n_messages[k - 1] = n_msgs;
+        const JsonValue *prev = n_msgs > 1 ? json_get(&msgs->items[n_msgs - 2], "content") : NULL;
+        fs->previous[k - 1] = xstrdup(prev && prev->type == JSON_STRING ? prev->string : "");
         fs->max_tokens[k - 1] = mt && mt->type == JSON_NUMBER ? (int)mt->number : -1;
-        fs->stream[k - 1] = st && st->type == JSON_BOOL && st->boolean;
         fs->include_usage[k - 1] = iu && iu->type == JSON_BOOL && iu->boolean;
         fs->model[k - 1] = xstrdup(model && model->type == JSON_STRING ? model->string : "");
     }
@@ -117,7 +145,7 @@ static void set_active(FakeServer *fs, int delta, bool dropped) {
 
 /* The streamed answer: a role chunk, the content chunks, the finish chunk,
  * the usage chunk, [DONE]. */
-static void stream_answer(const Conn *c, int k, int prompt_words) {
+static void stream_answer(const Conn *c, int k, int prompt_tokens) {
     FakeServer *fs = c->fs;
     char ev[512];
     const char *head = "{\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\",\"created\":0,"
@@ -145,7 +173,7 @@ static void stream_answer(const Conn *c, int k, int prompt_words) {
     ok = ok && send_event(c, ev);
     snprintf(ev, sizeof ev, "{\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\",\"created\":0,"
              "\"model\":\"" FAKE_MODEL "\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,"
-             "\"completion_tokens\":%d,\"total_tokens\":%d}}", prompt_words, fs->chunks, prompt_words + fs->chunks);
+             "\"completion_tokens\":%d,\"total_tokens\":%d}}", prompt_tokens, fs->chunks, prompt_tokens + fs->chunks);
     if (!fs->no_usage) ok = ok && send_event(c, ev);
     /* no longer in flight before the client can see the end and send its next request */
     set_active(fs, -1, false);
@@ -162,13 +190,20 @@ static void *serve_conn(void *arg) {
         if (!strncmp(req.data, "GET /v1/models ", 15)) {
             answer_json(c->fd, 200, "{\"object\":\"list\",\"data\":[{\"id\":\"" FAKE_MODEL "\",\"object\":\"model\"}]}");
         } else if (!strncmp(req.data, "POST /v1/chat/completions ", 26)) {
-            int words;
-            int k = record_post(fs, req.data + body_at, req.len - body_at, &words);
+            int tokens;
+            bool stream;
+            int k = record_post(fs, req.data + body_at, req.len - body_at, &tokens, &stream);
             struct pollfd p = {.fd = c->fd, .events = POLLIN};
-            if (fs->status)
+            char probe[256];
+            snprintf(probe, sizeof probe, "{\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":"
+                     "{\"role\":\"assistant\",\"content\":\"t0\"},\"finish_reason\":\"length\"}],\"usage\":"
+                     "{\"prompt_tokens\":%d,\"completion_tokens\":1,\"total_tokens\":%d}}", tokens, tokens + 1);
+            if (!stream) /* a probe: answered whatever the switches say */
+                answer_json(c->fd, 200, probe);
+            else if (fs->status)
                 answer_json(c->fd, fs->status, "{\"error\":{\"message\":\"fake overload\",\"type\":\"server_error\"}}");
             else if (!fs->stall_ms || poll(&p, 1, fs->stall_ms) == 0)
-                stream_answer(c, k, words);
+                stream_answer(c, k, tokens);
         } else {
             answer_json(c->fd, 404, "{\"error\":{\"message\":\"no such path\"}}");
         }
@@ -221,6 +256,7 @@ void fake_server_stop(FakeServer *fs) {
 void fake_server_free(FakeServer *fs) {
     for (int i = 0; i < fs->posts && i < FAKE_MAX_POSTS; i++) {
         free(fs->prompts[i]);
+        free(fs->previous[i]);
         free(fs->model[i]);
     }
     pthread_mutex_destroy(&fs->mu);

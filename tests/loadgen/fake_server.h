@@ -1,5 +1,6 @@
 /* fake_server.h: a stand-in for chat-server in loadgen's tests. It speaks just
- * enough of the OpenAI API (GET /v1/models, streaming POST /v1/chat/completions)
+ * enough of the OpenAI API (GET /v1/models, streaming POST /v1/chat/completions,
+ * and a JSON answer with usage to loadgen's non-streamed probes)
  * on 127.0.0.1, one thread per connection, with fixed delays and a fixed number
  * of content chunks, so the figures loadgen reports have known lower bounds and
  * exact totals; switches make it misbehave in the ways a real server can. */
@@ -29,13 +30,18 @@ typedef struct {
     bool no_done;         /* no data: [DONE] */
     int status;           /* non-zero: every POST gets this HTTP status and a JSON error */
     int stall_ms;         /* waits this long (or until the client leaves) before answering */
+    int tokens_per_word;  /* usage.prompt_tokens: this many per word of every message (0: 1)... */
+    int template_tokens;  /* ...and this many more per message */
 
     /* What it saw: read after fake_server_stop. */
     int port;
-    int posts, dropped, max_active;
-    char *prompts[FAKE_MAX_POSTS];   /* each POST's user message, in arrival order */
+    int posts, dropped, max_active;  /* streamed POSTs */
+    int probes;                      /* POSTs without "stream": true (answered at once, in JSON) */
+    char *prompts[FAKE_MAX_POSTS];   /* each streamed POST's last message, in arrival order */
+    char *previous[FAKE_MAX_POSTS];  /* the message before it ("" when none) */
+    int n_messages[FAKE_MAX_POSTS];
     int max_tokens[FAKE_MAX_POSTS];
-    bool stream[FAKE_MAX_POSTS], include_usage[FAKE_MAX_POSTS];
+    bool include_usage[FAKE_MAX_POSTS];
     char *model[FAKE_MAX_POSTS];
 
     /* Inside. */

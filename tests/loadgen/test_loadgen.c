@@ -17,72 +17,8 @@
 #include "fake_server.h"
 #include "harness.h"
 #include "json.h"
+#include "run_loadgen.h"
 #include "util.h"
-
-extern char **environ;
-
-typedef struct {
-    int status;         /* exit status, or -1 if it did not exit normally */
-    char *out, *err;    /* its stdout and stderr */
-    JsonValue *json;    /* stdout parsed, when it is JSON */
-    double ms;          /* how long it ran */
-} Ran;
-
-/* Runs build/tools/loadgen with the space-separated args (%d in args gets the port). */
-static Ran loadgen(const char *args_fmt, int port) {
-    Ran r = {.status = -1};
-    char args[1024], path[512];
-    snprintf(args, sizeof args, args_fmt, port);
-    snprintf(path, sizeof path, "%s/tools/loadgen", test_build_dir());
-    char *argv[64] = {path};
-    int argc = 1;
-    for (char *tok = strtok(args, " "); tok && argc < 63; tok = strtok(NULL, " ")) argv[argc++] = tok;
-    const char *out_path = xstrdup(test_tmp_path("loadgen.out")), *err_path = xstrdup(test_tmp_path("loadgen.err"));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    double t0 = time_now_ms();
-    int rc = posix_spawn(&pid, path, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    CHECK_MSG(rc == 0, "cannot run %s (make %s)", path, path);
-    int ws;
-    if (rc == 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws)) r.status = WEXITSTATUS(ws);
-    r.ms = time_now_ms() - t0;
-    size_t len;
-    r.out = file_read_all(out_path, &len, NULL);
-    r.err = file_read_all(err_path, &len, NULL);
-    if (!r.out) r.out = xstrdup("");
-    if (!r.err) r.err = xstrdup("");
-    r.json = json_parse(r.out, strlen(r.out), NULL);
-    free((void *)out_path);
-    free((void *)err_path);
-    return r;
-}
-
-static void ran_free(Ran *r) {
-    free(r->out);
-    free(r->err);
-    json_free(r->json);
-}
-
-/* A number at a dotted path ("ttft_ms.p50"), or NAN. */
-static double num(const JsonValue *v, const char *path) {
-    char key[64];
-    while (v && *path) {
-        size_t n = strcspn(path, ".");
-        snprintf(key, sizeof key, "%.*s", (int)n, path);
-        v = v->type == JSON_OBJECT ? json_get(v, key) : NULL;
-        path += n + (path[n] == '.');
-    }
-    return v && v->type == JSON_NUMBER ? v->number : NAN;
-}
-
-static const char *str(const JsonValue *v, const char *key) {
-    const JsonValue *s = v ? json_get(v, key) : NULL;
-    return s && s->type == JSON_STRING ? s->string : NULL;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -99,21 +35,16 @@ static double nearest_rank(double *x, int n, int pct) {
 
 /* Checks a Stats object against the samples it summarizes. */
 static void check_stats(const JsonValue *stats, double *x, int n, const char *name) {
-    CHECK_MSG(num(stats, "n") == n, "%s: n %g, samples %d", name, num(stats, "n"), n);
+    CHECK_MSG(json_num_path(stats, "n") == n, "%s: n %g, samples %d", name, json_num_path(stats, "n"), n);
     if (n == 0) return;
     const int pcts[] = {50, 90, 99};
     const char *keys[] = {"p50", "p90", "p99"};
     for (int i = 0; i < 3; i++)
-        CHECK_MSG(num(stats, keys[i]) == nearest_rank(x, n, pcts[i]), "%s.%s: %.9g, samples give %.9g",
-                  name, keys[i], num(stats, keys[i]), nearest_rank(x, n, pcts[i]));
-    CHECK_MSG(num(stats, "min") == x[0] && num(stats, "max") == x[n - 1], "%s: min/max", name);
-    CHECK(num(stats, "min") <= num(stats, "p50") && num(stats, "p50") <= num(stats, "p90") &&
-          num(stats, "p90") <= num(stats, "p99") && num(stats, "p99") <= num(stats, "max"));
-}
-
-static const JsonValue *per_request(const Ran *r) {
-    const JsonValue *a = r->json ? json_get(r->json, "per_request") : NULL;
-    return a && a->type == JSON_ARRAY ? a : NULL;
+        CHECK_MSG(json_num_path(stats, keys[i]) == nearest_rank(x, n, pcts[i]), "%s.%s: %.9g, samples give %.9g",
+                  name, keys[i], json_num_path(stats, keys[i]), nearest_rank(x, n, pcts[i]));
+    CHECK_MSG(json_num_path(stats, "min") == x[0] && json_num_path(stats, "max") == x[n - 1], "%s: min/max", name);
+    CHECK(json_num_path(stats, "min") <= json_num_path(stats, "p50") && json_num_path(stats, "p50") <= json_num_path(stats, "p90") &&
+          json_num_path(stats, "p90") <= json_num_path(stats, "p99") && json_num_path(stats, "p99") <= json_num_path(stats, "max"));
 }
 
 static void start(FakeServer *fs) {
@@ -132,17 +63,17 @@ TEST(loadgen_totals_and_latencies_against_fixed_delays) {
     CHECK(reqs && reqs->n_items == 12);
     if (!reqs || reqs->n_items != 12) goto out;
 
-    CHECK_EQ_INT(num(r.json, "completed"), 12);
-    CHECK_EQ_INT(num(r.json, "errors"), 0);
-    CHECK_EQ_INT(num(r.json, "output_tokens"), 72);
-    CHECK_STR(str(r.json, "output_tokens_counted_from"), "usage");
-    CHECK_EQ_INT(num(r.json, "prompt_tokens_mean"), 20);
-    CHECK_STR(str(r.json, "model"), FAKE_MODEL);
+    CHECK_EQ_INT(json_num_path(r.json, "completed"), 12);
+    CHECK_EQ_INT(json_num_path(r.json, "errors"), 0);
+    CHECK_EQ_INT(json_num_path(r.json, "output_tokens"), 72);
+    CHECK_STR(json_str_key(r.json, "output_tokens_counted_from"), "usage");
+    CHECK_EQ_INT(json_num_path(r.json, "prompt_tokens_mean"), 20);
+    CHECK_STR(json_str_key(r.json, "model"), FAKE_MODEL);
     /* Each worker ran 3 requests in turn, each at least 40 + 5 * 15 ms. */
-    double wall = num(r.json, "wall_s");
+    double wall = json_num_path(r.json, "wall_s");
     CHECK_MSG(wall >= 3 * 0.115, "wall %g s", wall);
-    CHECK_NEAR(num(r.json, "output_tokens_per_s"), 72 / wall, 1e-9 * 72 / wall);
-    CHECK_NEAR(num(r.json, "requests_per_s"), 12 / wall, 1e-9 * 12 / wall);
+    CHECK_NEAR(json_num_path(r.json, "output_tokens_per_s"), 72 / wall, 1e-9 * 72 / wall);
+    CHECK_NEAR(json_num_path(r.json, "requests_per_s"), 12 / wall, 1e-9 * 12 / wall);
 
     double ttft[12], lat[12], itl[60];
     int n_itl = 0;
@@ -150,12 +81,12 @@ TEST(loadgen_totals_and_latencies_against_fixed_delays) {
         const JsonValue *q = &reqs->items[i];
         const JsonValue *gaps = json_get(q, "itl_ms");
         CHECK(json_get(q, "ok")->boolean);
-        CHECK_EQ_INT(num(q, "content_chunks"), 6);
-        CHECK_STR(str(q, "finish_reason"), "length");
+        CHECK_EQ_INT(json_num_path(q, "content_chunks"), 6);
+        CHECK_STR(json_str_key(q, "finish_reason"), "length");
         CHECK(gaps && gaps->type == JSON_ARRAY && gaps->n_items == 5);
         if (!gaps || gaps->n_items != 5) goto out;
-        ttft[i] = num(q, "ttft_ms");
-        lat[i] = num(q, "latency_ms");
+        ttft[i] = json_num_path(q, "ttft_ms");
+        lat[i] = json_num_path(q, "latency_ms");
         double sum = ttft[i];
         for (int k = 0; k < 5; k++) sum += itl[n_itl++] = gaps->items[k].number;
         CHECK_MSG(ttft[i] >= 40, "request %d: ttft %g ms < the server's 40 ms", i, ttft[i]);
@@ -168,14 +99,14 @@ TEST(loadgen_totals_and_latencies_against_fixed_delays) {
     check_stats(json_get(r.json, "itl_ms"), itl, 60, "itl");
     /* A gap is shorter than 15 ms only when the client read the one before
      * late: never for most of them. */
-    CHECK_MSG(num(r.json, "itl_ms.p50") >= 7.5, "itl p50 %g ms", num(r.json, "itl_ms.p50"));
+    CHECK_MSG(json_num_path(r.json, "itl_ms.p50") >= 7.5, "itl p50 %g ms", json_num_path(r.json, "itl_ms.p50"));
 
     /* What the server saw: the requests as asked, never more than 4 at once. */
     CHECK_EQ_INT(fs.posts, 12);
     CHECK_MSG(fs.max_active >= 2 && fs.max_active <= 4, "max in flight %d", fs.max_active);
     for (int i = 0; i < 12; i++) {
         CHECK_EQ_INT(fs.max_tokens[i], 6);
-        CHECK(fs.stream[i] && fs.include_usage[i]);
+        CHECK(fs.include_usage[i]); /* and "stream": true, or the fake would count it a probe */
         CHECK_STR(fs.model[i], FAKE_MODEL);
         /* 20 words: the first 10 the same in every prompt, the rest unlike any other's */
         int words = 1, shared = 0;
@@ -208,12 +139,12 @@ TEST(loadgen_percentiles_separate_slow_requests) {
     if (reqs && reqs->n_items == 10) {
         double ttft[10];
         int slow = 0;
-        for (int i = 0; i < 10; i++) slow += (ttft[i] = num(&reqs->items[i], "ttft_ms")) >= 250;
+        for (int i = 0; i < 10; i++) slow += (ttft[i] = json_num_path(&reqs->items[i], "ttft_ms")) >= 250;
         CHECK_MSG(slow >= 2, "%d requests saw the 250 ms wait", slow);
         check_stats(json_get(r.json, "ttft_ms"), ttft, 10, "ttft");
         /* nearest rank over 10 samples: p90 is the 9th smallest, one of the slow two */
-        CHECK(num(r.json, "ttft_ms.p90") >= 250);
-        CHECK(num(r.json, "ttft_ms.p99") == num(r.json, "ttft_ms.max"));
+        CHECK(json_num_path(r.json, "ttft_ms.p90") >= 250);
+        CHECK(json_num_path(r.json, "ttft_ms.p99") == json_num_path(r.json, "ttft_ms.max"));
     }
     ran_free(&r);
     fake_server_free(&fs);
@@ -227,9 +158,9 @@ TEST(loadgen_counts_chunks_without_usage) {
     Ran r = loadgen("--url http://127.0.0.1:%d -n 4 -c 2 --prompt-tokens 8 --output-tokens 5 "
                     "--timeout 30 --json", fs.port);
     CHECK_MSG(r.status == 0 && r.json, "exit %d, stderr %.300s", r.status, r.err);
-    CHECK_EQ_INT(num(r.json, "completed"), 4);
-    CHECK_EQ_INT(num(r.json, "output_tokens"), 20);
-    CHECK_STR(str(r.json, "output_tokens_counted_from"), "chunks");
+    CHECK_EQ_INT(json_num_path(r.json, "completed"), 4);
+    CHECK_EQ_INT(json_num_path(r.json, "output_tokens"), 20);
+    CHECK_STR(json_str_key(r.json, "output_tokens_counted_from"), "chunks");
     CHECK(r.json && json_get(r.json, "prompt_tokens_mean")->type == JSON_NULL);
     CHECK(r.json && !json_get(r.json, "per_request"));
     ran_free(&r);
@@ -254,18 +185,18 @@ TEST(loadgen_counts_dropped_streams_as_errors) {
         fake_server_stop(&fs);
         CHECK_EQ_INT(fs.dropped, 3);
         CHECK_MSG(r.status == 1 && r.json, "exit %d (want 1), stderr %.300s", r.status, r.err);
-        CHECK_EQ_INT(num(r.json, "completed"), 6);
-        CHECK_EQ_INT(num(r.json, "errors"), 3);
-        CHECK_EQ_INT(num(r.json, "error_kinds.incomplete"), 3);
-        CHECK_EQ_INT(num(r.json, "output_tokens"), 36);
-        CHECK_EQ_INT(num(r.json, "latency_ms.n"), 6);
+        CHECK_EQ_INT(json_num_path(r.json, "completed"), 6);
+        CHECK_EQ_INT(json_num_path(r.json, "errors"), 3);
+        CHECK_EQ_INT(json_num_path(r.json, "error_kinds.incomplete"), 3);
+        CHECK_EQ_INT(json_num_path(r.json, "output_tokens"), 36);
+        CHECK_EQ_INT(json_num_path(r.json, "latency_ms.n"), 6);
         const JsonValue *reqs = per_request(&r);
         int failed = 0;
         for (size_t i = 0; reqs && i < reqs->n_items; i++)
             if (!json_get(&reqs->items[i], "ok")->boolean) {
                 failed++;
-                CHECK_STR(str(&reqs->items[i], "error_kind"), "incomplete");
-                CHECK_EQ_INT(num(&reqs->items[i], "content_chunks"), 3);
+                CHECK_STR(json_str_key(&reqs->items[i], "error_kind"), "incomplete");
+                CHECK_EQ_INT(json_num_path(&reqs->items[i], "content_chunks"), 3);
             }
         CHECK_EQ_INT(failed, 3);
         ran_free(&r);
@@ -281,11 +212,11 @@ TEST(loadgen_needs_finish_reason_and_done) {
         Ran r = loadgen("--url http://127.0.0.1:%d -n 3 -c 3 --output-tokens 3 --timeout 30 --json", fs.port);
         fake_server_stop(&fs);
         CHECK_MSG(r.status == 1 && r.json, "exit %d (want 1), stderr %.300s", r.status, r.err);
-        CHECK_EQ_INT(num(r.json, "completed"), 0);
-        CHECK_EQ_INT(num(r.json, "error_kinds.incomplete"), 3);
-        CHECK_EQ_INT(num(r.json, "output_tokens"), 0);
+        CHECK_EQ_INT(json_num_path(r.json, "completed"), 0);
+        CHECK_EQ_INT(json_num_path(r.json, "error_kinds.incomplete"), 3);
+        CHECK_EQ_INT(json_num_path(r.json, "output_tokens"), 0);
         const JsonValue *ex = r.json ? json_get(r.json, "error_examples") : NULL;
-        const char *msg = str(ex, "incomplete");
+        const char *msg = json_str_key(ex, "incomplete");
         CHECK_MSG(msg && strstr(msg, which == 0 ? "no finish_reason" : "without data: [DONE]"), "%s", msg ? msg : "(none)");
         ran_free(&r);
         fake_server_free(&fs);
@@ -298,9 +229,9 @@ TEST(loadgen_reports_http_errors) {
     Ran r = loadgen("--url http://127.0.0.1:%d -n 4 -c 2 --timeout 30 --json", fs.port);
     fake_server_stop(&fs);
     CHECK_MSG(r.status == 1 && r.json, "exit %d, stderr %.300s", r.status, r.err);
-    CHECK_EQ_INT(num(r.json, "error_kinds.http_status"), 4);
+    CHECK_EQ_INT(json_num_path(r.json, "error_kinds.http_status"), 4);
     const JsonValue *ex = r.json ? json_get(r.json, "error_examples") : NULL;
-    const char *msg = str(ex, "http_status");
+    const char *msg = json_str_key(ex, "http_status");
     CHECK_MSG(msg && strstr(msg, "503") && strstr(msg, "fake overload"), "%s", msg ? msg : "(none)");
     ran_free(&r);
     fake_server_free(&fs);
@@ -313,7 +244,7 @@ TEST(loadgen_timeout_bounds_a_stalled_server) {
     Ran r = loadgen("--url http://127.0.0.1:%d -n 4 -c 2 --timeout 0.3 --json", fs.port);
     fake_server_stop(&fs); /* its threads leave as soon as loadgen hangs up */
     CHECK_MSG(r.status == 1 && r.json, "exit %d, stderr %.300s", r.status, r.err);
-    CHECK_EQ_INT(num(r.json, "error_kinds.timeout"), 4);
+    CHECK_EQ_INT(json_num_path(r.json, "error_kinds.timeout"), 4);
     CHECK_MSG(r.ms < 5000, "loadgen took %.0f ms for 2 rounds of 0.3 s timeouts", r.ms);
     ran_free(&r);
     fake_server_free(&fs);
@@ -338,7 +269,7 @@ TEST(loadgen_talks_to_loopback_only) {
     start(&fs);
     r = loadgen("--url http://localhost:%d -n 2 -c 1 --model m --timeout 30 --json", fs.port);
     fake_server_stop(&fs);
-    CHECK_MSG(r.status == 0 && num(r.json, "completed") == 2, "localhost: exit %d, stderr %s", r.status, r.err);
+    CHECK_MSG(r.status == 0 && json_num_path(r.json, "completed") == 2, "localhost: exit %d, stderr %s", r.status, r.err);
     CHECK(fs.posts == 2 && !strcmp(fs.model[0], "m"));
     ran_free(&r);
     fake_server_free(&fs);
@@ -365,8 +296,102 @@ TEST(loadgen_command_line) {
     CHECK_MSG(r.status == 1 && strstr(r.err, "cannot list the models") && strstr(r.err, "refused"),
               "exit %d, stderr %s", r.status, r.err);
     ran_free(&r);
-    r = loadgen("--url http://127.0.0.1:%d -n 2 --model m --timeout 5 --json", fs.port);
-    CHECK_MSG(r.status == 1 && num(r.json, "error_kinds.connect") == 2, "exit %d, out %s", r.status, r.out);
+    r = loadgen("--url http://127.0.0.1:%d -n 2 --model m --timeout 5", fs.port);
+    CHECK_MSG(r.status == 1 && strstr(r.err, "the probe request") && strstr(r.err, "refused"),
+              "exit %d, stderr %s", r.status, r.err);
+    ran_free(&r);
+    r = loadgen("--url http://127.0.0.1:%d -n 2 --model m --no-probe --timeout 5 --json", fs.port);
+    CHECK_MSG(r.status == 1 && json_num_path(r.json, "error_kinds.connect") == 2, "exit %d, out %s", r.status, r.out);
+    ran_free(&r);
+    fake_server_free(&fs);
+}
+
+/* The server counts 3 tokens a word and 5 a message: --prompt-tokens 65 is
+ * 20 words, found by two probes; --no-probe sends 65 words and no probe. */
+TEST(loadgen_probes_count_the_servers_tokens) {
+    FakeServer fs = {.chunks = 2, .tokens_per_word = 3, .template_tokens = 5};
+    start(&fs);
+    Ran r = loadgen("--url http://127.0.0.1:%d -n 3 -c 1 --prompt-tokens 65 --output-tokens 2 --json", fs.port);
+    fake_server_stop(&fs);
+    CHECK_MSG(r.status == 0, "exit %d, stderr %s", r.status, r.err);
+    CHECK_EQ_INT(fs.probes, 2);
+    CHECK_EQ_INT(fs.posts, 3);
+    for (int i = 0; i < fs.posts; i++) {
+        int words = 1;
+        for (const char *p = fs.prompts[i]; *p; p++) words += *p == ' ';
+        CHECK_EQ_INT(words, 20);
+    }
+    CHECK_EQ_INT(json_num_path(r.json, "prompt_tokens_mean"), 65);
+    CHECK_EQ_INT(json_num_path(r.json, "tokens_per_word"), 3);
+    CHECK_EQ_INT(json_num_path(r.json, "template_tokens"), 5);
+    ran_free(&r);
+    fake_server_free(&fs);
+
+    FakeServer plain = {.chunks = 2, .tokens_per_word = 3, .template_tokens = 5};
+    start(&plain);
+    r = loadgen("--url http://127.0.0.1:%d -n 1 --prompt-tokens 65 --output-tokens 2 --no-probe --json", plain.port);
+    fake_server_stop(&plain);
+    CHECK_EQ_INT(plain.probes, 0);
+    CHECK_EQ_INT(json_num_path(r.json, "prompt_words"), 65);
+    CHECK_EQ_INT(json_num_path(r.json, "prompt_tokens_mean"), 3 * 65 + 5);
+    ran_free(&r);
+    fake_server_free(&plain);
+}
+
+/* Conversations: every turn sends the system prompt, the earlier turns with
+ * the answers the server gave, and its own message; turns of one conversation
+ * one after the other. */
+TEST(loadgen_conversations_send_the_history) {
+    FakeServer fs = {.chunks = 3, .first_ms = 5, .token_ms = 1};
+    start(&fs);
+    Ran r = loadgen("--url http://127.0.0.1:%d --conversations 3 --turns 3 -c 2 --no-probe --system-tokens 5 "
+                    "--prompt-tokens 4 --output-tokens 3 --json --samples", fs.port);
+    fake_server_stop(&fs);
+    CHECK_MSG(r.status == 0, "exit %d, stderr %s", r.status, r.err);
+    CHECK_EQ_INT(fs.posts, 9);
+    int by_len[7] = {0};
+    for (int i = 0; i < fs.posts && i < FAKE_MAX_POSTS; i++) {
+        int n = fs.n_messages[i];
+        CHECK_MSG(n == 2 || n == 4 || n == 6, "a request with %d messages", n);
+        if (n == 2 || n == 4 || n == 6) by_len[n]++;
+        /* the answer of the turn before, word for word ("t0 t1 t2 ") */
+        if (n > 2) CHECK_STR(fs.previous[i], "t0 t1 t2 ");
+    }
+    CHECK(by_len[2] == 3 && by_len[4] == 3 && by_len[6] == 3);
+    const JsonValue *req = per_request(&r);
+    CHECK(req && req->n_items == 9);
+    for (size_t i = 0; req && i < req->n_items; i++) {
+        const JsonValue *q = &req->items[i];
+        CHECK_EQ_INT(json_num_path(q, "conversation"), (int)i / 3);
+        CHECK_EQ_INT(json_num_path(q, "turn"), (int)i % 3 + 1);
+        if (i % 3)  /* sent after the turn before it ended */
+            CHECK(json_num_path(q, "sent_ms") >= json_num_path(&req->items[i - 1], "sent_ms") +
+                                                 json_num_path(&req->items[i - 1], "latency_ms"));
+    }
+    const JsonValue *turns = r.json ? json_get(r.json, "by_turn") : NULL;
+    CHECK(turns && turns->type == JSON_ARRAY && turns->n_items == 3);
+    ran_free(&r);
+    fake_server_free(&fs);
+}
+
+/* A turn that fails ends its conversation: the turns after it are not sent. */
+TEST(loadgen_conversations_stop_at_a_failed_turn) {
+    FakeServer fs = {.chunks = 4, .drop_every = 2};
+    start(&fs);
+    Ran r = loadgen("--url http://127.0.0.1:%d --conversations 2 --turns 3 -c 1 --no-probe --system-tokens 3 "
+                    "--prompt-tokens 2 --output-tokens 4 --json", fs.port);
+    fake_server_stop(&fs);
+    CHECK_EQ_INT(r.status, 1);
+    CHECK_EQ_INT(fs.posts, 4);
+    CHECK_EQ_INT(json_num_path(r.json, "completed"), 2);
+    CHECK_EQ_INT(json_num_path(r.json, "error_kinds.incomplete"), 2);
+    CHECK_EQ_INT(json_num_path(r.json, "error_kinds.skipped"), 2);
+    /* the wall time is of the requests sent: the skipped ones have no times */
+    CHECK_MSG(json_num_path(r.json, "wall_s") < r.ms / 1e3 + 0.001, "wall %g s, loadgen ran %g ms",
+              json_num_path(r.json, "wall_s"), r.ms);
+    ran_free(&r);
+    r = loadgen("--url http://127.0.0.1:1 --conversations 2 -n 6", 0);
+    CHECK_MSG(r.status == 2 && strstr(r.err, "give one"), "exit %d, stderr %s", r.status, r.err);
     ran_free(&r);
     fake_server_free(&fs);
 }

@@ -27,7 +27,8 @@ run() { # run SLOTS: one server, one load; its JSON in $out/ab-SLOTS.json
         grep -q listening "$out/ab-server-$1.log" && break; sleep 0.1; done
     port=$(sed -n 's/.*listening on http:[/][/]127[.]0[.]0[.]1:\([0-9]*\).*/\1/p' "$out/ab-server-$1.log")
     [ -n "$port" ] || { kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; return 1; }
-    "$loadgen" --url "http://127.0.0.1:$port" -n "$n" -c "$c" --prompt-tokens "$prompt" \
+    # --no-probe: PROMPT counts words, as the book's A/B figures always have
+    "$loadgen" --url "http://127.0.0.1:$port" -n "$n" -c "$c" --prompt-tokens "$prompt" --no-probe \
         --output-tokens "$output" --ignore-eos --json >"$out/ab-$1.json"
     rc=$?
     kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
