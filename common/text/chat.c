@@ -99,7 +99,7 @@ static void render_tool_calls(Buf *b, const ChatMessage *m, Span answer) {
     }
 }
 
-static void render_assistant(Buf *b, const ChatMessage *m, bool after_last_query, bool is_last) {
+static void render_assistant(Buf *b, const ChatMessage *m, bool after_last_query, bool is_last, bool left_open) {
     Span reasoning, answer;
     split_reasoning(m, &reasoning, &answer);
     buf_puts(b, "<|im_start|>assistant\n");
@@ -113,7 +113,7 @@ static void render_assistant(Buf *b, const ChatMessage *m, bool after_last_query
         buf_span(b, answer);
     }
     render_tool_calls(b, m, answer);
-    buf_puts(b, "<|im_end|>\n");
+    if (!left_open) buf_puts(b, "<|im_end|>\n");
 }
 
 static void render_tool(Buf *b, const ChatMessage *msgs, int n, int i) {
@@ -157,7 +157,7 @@ char *chat_render_with(const ChatMessage *msgs, int n, const ChatOptions *opt) {
         if (str_eq(m->role, "user") || (str_eq(m->role, "system") && i > 0))
             render_turn(&b, m->role, content_of(m));
         else if (str_eq(m->role, "assistant"))
-            render_assistant(&b, m, i > last_query, i == n - 1);
+            render_assistant(&b, m, i > last_query, i == n - 1, opt->continue_final && i == n - 1);
         else if (str_eq(m->role, "tool"))
             render_tool(&b, msgs, n, i);
     }

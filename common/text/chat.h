@@ -32,6 +32,8 @@ typedef struct {
     const char *const *tools;    /* [n_tools] each tool's JSON as Python's json.dumps writes it
                                   * (", " and ": " separators): the template's tojson */
     int n_tools;
+    bool continue_final;         /* the last message, an assistant's, is left open (no <|im_end|>) for
+                                  * the model to continue; use without add_generation_prompt */
 } ChatOptions;
 
 /* Renders msgs[0..n) and returns a malloc'ed string:
