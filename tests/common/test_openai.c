@@ -50,7 +50,7 @@ TEST(openai_chat_every_field) {
                        "\"top_p\":0.5,\"top_k\":40,\"min_p\":0.05,\"seed\":-3,\"stop\":[\"a\",\"bc\"],"
                        "\"presence_penalty\":0.5,\"frequency_penalty\":-1,\"repeat_penalty\":1.1,\"n\":1,\"logprobs\":true,"
                        "\"top_logprobs\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-                       "\"chat_template_kwargs\":{\"enable_thinking\":false},\"ignore_eos\":true,\"user\":\"u\",\"tools\":[{}],"
+                       "\"chat_template_kwargs\":{\"enable_thinking\":false},\"ignore_eos\":true,\"user\":\"u\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
                        "\"logit_bias\":{\"1\":2},\"response_format\":{\"type\":\"text\"}}";
     if (!parses(&r, OAI_CHAT, body)) return;
     CHECK_STR(r.model, "m");
