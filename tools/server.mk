@@ -40,7 +40,7 @@ NODE_LANGCHAIN = $(BUILD)/node/node_modules/@langchain/openai/package.json
 NPM_INSTALL_LANGCHAIN = mkdir -p $(BUILD)/node && \
 	major=$$(node -p 'process.versions.node.split(".")[0]') && \
 	if [ "$$major" -ge 20 ]; then npm install --prefix $(BUILD)/node --no-audit --no-fund --loglevel=error \
-	  @langchain/openai@1.5.8 @langchain/core@1.2.8; \
+	  --save-exact @langchain/openai@1.5.8 @langchain/core@1.2.8; \
 	else echo "server tests: Node.js $$major is older than LangChain needs (20): its test will be skipped"; fi
 $(BUILD)/node/node_modules/@langchain/openai/package.json: | $(NODE_OPENAI)
 	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
