@@ -335,6 +335,35 @@ static int get_messages(Ctx *c, const JsonValue *o, OaiRequest *r) {
     return 0;
 }
 
+/* A tool's "parameters" schema, or any object when it has none. */
+static void append_parameters(Buf *b, const JsonValue *fn) {
+    const JsonValue *p = field(fn, "parameters");
+    if (p) json_append_value(b, p, ",", ":");
+    else buf_puts(b, "{\"type\":\"object\"}");
+}
+
+bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix) {
+    if (r->tool_choice == OAI_TOOLS_FUNCTION) {
+        append_parameters(schema, r->functions[r->tool_choice_index]);
+        *suffix = "}\n</tool_call>";
+        return true;
+    }
+    if (r->tool_choice != OAI_TOOLS_REQUIRED) return false;
+    buf_puts(schema, "{\"anyOf\":[");
+    for (int i = 0; i < r->n_tools; i++) {
+        const JsonValue *name = json_get(r->functions[i], "name");
+        buf_puts(schema, i ? ",{" : "{");
+        buf_puts(schema, "\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[");
+        json_append_string(schema, name->string, name->string_len);
+        buf_puts(schema, "]},\"arguments\":");
+        append_parameters(schema, r->functions[i]);
+        buf_puts(schema, "},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
+    }
+    buf_puts(schema, "]}");
+    *suffix = "\n</tool_call>";
+    return true;
+}
+
 /* Token ids of a prompt given as [1, 2, 3]. */
 static int get_prompt_ids(Ctx *c, const JsonValue *a, int vocab_size, OaiRequest *r) {
     r->prompt_ids = xmalloc(sizeof(int32_t) * (a->n_items ? a->n_items : 1));

@@ -5,7 +5,7 @@
  * Reading is strict about what it uses and deaf to the rest: a field this
  * server knows must have the right type and range (else a 400 naming it, as
  * OpenAI's own API answers), while fields it does not know are ignored, since
- * clients send many (user, tools, logit_bias, ...). */
+ * clients send many (user, metadata, ...). */
 #ifndef OPENAI_H
 #define OPENAI_H
 
@@ -80,6 +80,13 @@ bool oai_tools_shown(const OaiRequest *r);
  * (auto, none), "<tool_call>\n" (required), or the call up to its arguments
  * (a named function). */
 void oai_reply_prefix(const OaiRequest *r, Buf *out);
+/* What a constrained sampler must enforce after that prefix for tool_choice
+ * required or a named function (false for auto and none): a JSON value
+ * matching *schema (JSON Schema text: the named tool's "parameters"; for
+ * required, {"anyOf": [one {"name", "arguments"} object per tool, name as a
+ * one-value enum]}; keys in that order), then the literal *suffix, then the
+ * end of the reply or another call. */
+bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix);
 
 /* The error body {"error":{"message","type","param","code"}} for a status. */
 void oai_error_json(Buf *out, int status, const char *message, const char *param);
