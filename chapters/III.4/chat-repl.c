@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "chat_reply.h"
+#include "chat_print.h"
 #include "conversation.h"
 #include "kv_cache.h"
 #include "qwen3.h"
@@ -218,44 +218,7 @@ typedef struct {
     long prompt_fed, answer_fed, generated, rolled_back;
 } Repl;
 
-/* The reply as it comes. On a terminal the reasoning is dimmed (ANSI SGR 2)
- * and the <think> markers left out; elsewhere the text is written as is. */
-typedef struct {
-    bool dim;        /* on a terminal: split the reasoning off and dim it */
-    ChatReply reply; /* the turn's reply so far, when dim */
-    bool dimmed;     /* the terminal is dimmed now */
-} ReplyOut;
-
-static void reply_out_write(ReplyOut *o, const ChatReplyDelta *d) {
-    if (d->reasoning.len > 0 && !o->dimmed) fputs("\033[2m", stdout), o->dimmed = true;
-    fwrite(d->reasoning.data, 1, d->reasoning.len, stdout);
-    if (d->content.len > 0 && o->dimmed) fputs("\033[0m\n\n", stdout), o->dimmed = false;
-    fwrite(d->content.data, 1, d->content.len, stdout);
-}
-
-static void write_text(void *ctx, const char *text, size_t n) {
-    ReplyOut *o = ctx;
-    if (!o->dim) {
-        fwrite(text, 1, n, stdout);
-    } else {
-        ChatReplyDelta d = {0};
-        chat_reply_push(&o->reply, text, n, &d);
-        reply_out_write(o, &d);
-        chat_reply_delta_free(&d);
-    }
-    fflush(stdout);
-}
-
-/* The turn is over: what the reply's reader held back, and the terminal back to normal. */
-static void reply_out_end(ReplyOut *o) {
-    if (!o->dim) return;
-    ChatReplyDelta d = {0};
-    chat_reply_finish(&o->reply, &d);
-    reply_out_write(o, &d);
-    chat_reply_delta_free(&d);
-    chat_reply_free(&o->reply);
-    if (o->dimmed) fputs("\033[0m", stdout);
-}
+static void write_text(void *ctx, const char *text, size_t n) { chat_print_text(ctx, text, n); }
 
 static const SamplerParams *current_sampling(const Repl *r) {
     return r->conv.enable_thinking ? &r->opt.thinking : &r->opt.plain;
@@ -276,10 +239,10 @@ static void run_turn(Repl *r, const char *line) {
     TurnStats st;
     char err[ERR_MAX];
     interrupted = 0;
-    ReplyOut out = {.dim = isatty(STDOUT_FILENO)};
-    if (out.dim) chat_reply_init(&out.reply, (ChatReplyOptions){.reasoning = true});
+    ChatPrint out; /* the reasoning dimmed on a terminal */
+    chat_print_begin(&out, stdout, isatty(STDOUT_FILENO));
     int rc = conv_turn(&r->conv, line, s, max_tokens, write_text, &out, &interrupted, &st, err);
-    reply_out_end(&out);
+    chat_print_end(&out);
     sampler_free(s);
     if (rc == -1) {
         fprintf(stderr, "chat-repl: this message is too long for the conversation: %s (/reset starts over)\n", err);

@@ -1,8 +1,11 @@
 /* test_chat_reply.c: reading Qwen3 replies back into reasoning, content and
- * tool calls (common/text/chat_reply.c), whole and as a stream cut anywhere. */
+ * tool calls (common/text/chat_reply.c), whole and as a stream cut anywhere;
+ * chat-repl's printer of them (common/run/chat_print.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat_print.h"
 #include "chat_reply.h"
 #include "harness.h"
 
@@ -164,4 +167,22 @@ TEST(chat_reply_primed_start) {
     CHECK_STR(r.content.data, "Done");
     chat_reply_free(&r);
     chat_reply_delta_free(&d);
+}
+
+/* chat-repl's printer: on a terminal the reasoning dimmed without its markers; elsewhere the text as is. */
+TEST(chat_print_dims_the_reasoning_on_a_terminal) {
+    static const char *const pieces[] = {"<thi", "nk>\nLet me ", "think.\n</th", "ink>\n\nOnce", " upon a time."};
+    for (int terminal = 0; terminal <= 1; terminal++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        ChatPrint p;
+        chat_print_begin(&p, f, terminal);
+        for (int i = 0; i < 5; i++) chat_print_text(&p, pieces[i], strlen(pieces[i]));
+        chat_print_end(&p);
+        fclose(f);
+        CHECK_STR(text, terminal ? "\033[2mLet me think.\033[0m\n\nOnce upon a time."
+                                 : "<think>\nLet me think.\n</think>\n\nOnce upon a time.");
+        free(text);
+    }
 }
