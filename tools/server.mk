@@ -2,7 +2,8 @@
 # starts each chapter's chat-server on a free port of 127.0.0.1 and talks to
 # it over real sockets, in C and through the official `openai` npm client.
 # make test runs them with the rest.
-#> make server-test-deps                       the openai npm client for the server tests, in build/node
+#> make server-test-deps                       the openai and @langchain/openai npm clients for the server
+#>                                             tests, in build/node
 #>                                             (npm installed from Debian as root if missing)
 #> make memcheck-server                        the server's parsers and a chat-server under valgrind (part of
 #>                                             make memcheck)
@@ -32,11 +33,26 @@ $(BUILD)/node/node_modules/openai/package.json:
 	  $(NPM_INSTALL_OPENAI) || echo "server tests: 'npm install openai' failed: the openai client test will be skipped"; \
 	else echo "server tests: node or npm not found: the openai client test will be skipped (make server-test-deps)"; fi
 
+# LangChain's ChatOpenAI for the tool-call test (test_tools.c): the last
+# @langchain/openai whose engines still include Node.js 20, with its core; on
+# an older Node.js it is left out and that client's test says so and skips.
+NODE_LANGCHAIN = $(BUILD)/node/node_modules/@langchain/openai/package.json
+NPM_INSTALL_LANGCHAIN = mkdir -p $(BUILD)/node && \
+	major=$$(node -p 'process.versions.node.split(".")[0]') && \
+	if [ "$$major" -ge 20 ]; then npm install --prefix $(BUILD)/node --no-audit --no-fund --loglevel=error \
+	  --save-exact @langchain/openai@1.5.8 @langchain/core@1.2.8; \
+	else echo "server tests: Node.js $$major is older than LangChain needs (20): its test will be skipped"; fi
+$(BUILD)/node/node_modules/@langchain/openai/package.json: | $(NODE_OPENAI)
+	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
+	  $(NPM_INSTALL_LANGCHAIN) || echo "server tests: 'npm install @langchain/openai' failed: the LangChain test will be skipped"; \
+	else echo "server tests: node or npm not found: the LangChain test will be skipped (make server-test-deps)"; fi
+
 .PHONY: server-test-deps
 server-test-deps:
 	@command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 || tools/apt-install.sh server-test-deps npm
 	@test -f $(NODE_OPENAI) || { $(NPM_INSTALL_OPENAI); }
 	@test -f $(NODE_OPENAI) || { echo "make server-test-deps: the openai package did not install" >&2; exit 1; }
+	@test -f $(NODE_LANGCHAIN) || { $(NPM_INSTALL_LANGCHAIN); }
 
 SERVER_TEST_SRC = $(wildcard tests/server/*.c)
 $(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/harness.c $(COMMON_LIB)
@@ -45,7 +61,7 @@ $(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/har
 	  $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
 
 EXTRA_TESTS += $(if $(SERVER_CHAPTERS),$(BUILD)/tests/server)
-test: $(SERVER_SLOW_MODEL) $(NODE_OPENAI)
+test: $(SERVER_SLOW_MODEL) $(NODE_OPENAI) $(NODE_LANGCHAIN)
 
 # The 32-client load test at full size (make test runs it small: 32 clients for
 # 3 s): 32 streaming clients for a minute against the last chapter's

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "chat_print.h"
 #include "conversation.h"
 #include "kv_cache.h"
 #include "qwen3.h"
@@ -217,10 +218,7 @@ typedef struct {
     long prompt_fed, answer_fed, generated, rolled_back;
 } Repl;
 
-static void write_text(void *ctx, const char *text, size_t n) {
-    fwrite(text, 1, n, stdout);
-    fflush(stdout);
-}
+static void write_text(void *ctx, const char *text, size_t n) { chat_print_text(ctx, text, n); }
 
 static const SamplerParams *current_sampling(const Repl *r) {
     return r->conv.enable_thinking ? &r->opt.thinking : &r->opt.plain;
@@ -241,7 +239,10 @@ static void run_turn(Repl *r, const char *line) {
     TurnStats st;
     char err[ERR_MAX];
     interrupted = 0;
-    int rc = conv_turn(&r->conv, line, s, max_tokens, write_text, NULL, &interrupted, &st, err);
+    ChatPrint out; /* the reasoning dimmed on a terminal */
+    chat_print_begin(&out, stdout, isatty(STDOUT_FILENO));
+    int rc = conv_turn(&r->conv, line, s, max_tokens, write_text, &out, &interrupted, &st, err);
+    chat_print_end(&out);
     sampler_free(s);
     if (rc == -1) {
         fprintf(stderr, "chat-repl: this message is too long for the conversation: %s (/reset starts over)\n", err);

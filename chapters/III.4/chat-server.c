@@ -31,6 +31,7 @@ static void usage(FILE *f) {
     fprintf(f, "This chapter runs one request at a time; others wait in a bounded queue.\n\n");
     fprintf(f, "options:\n");
     server_flags_usage(f);
+    server_api_flags_usage(f);
     fprintf(f, "  --queue N              requests that may wait while one runs (default %d); past it 503\n", DEFAULT_QUEUE);
     fprintf(f, "  --ctx N                cap on prompt + generated tokens (default: the model's context)\n");
     kv_flags_usage(f);
@@ -52,6 +53,7 @@ static int parse_args(Options *o, int argc, char **argv, char *err) {
         int rc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1;
         if ((rc = server_flags_parse(&o->server, argc, argv, &i, err)) != 0 ||
+            (rc = server_api_flags_parse(&o->server, argc, argv, &i, err)) != 0 ||
             (rc = kv_flags_parse(&o->kv, argc, argv, &i, err)) != 0) {
             if (rc < 0) return -1;
             continue;

@@ -31,6 +31,7 @@ static void usage(FILE *f) {
     fprintf(f, "This chapter runs many requests at once in slots, reusing cached prompt prefixes.\n\n");
     fprintf(f, "options:\n");
     server_flags_usage(f);
+    server_api_flags_usage(f);
     fprintf(f, "  --max-concurrent N     requests running at once, one slot each (default %d)\n", SCHED_DEFAULT_SLOTS);
     fprintf(f, "  --queue N              requests that may wait for a slot (default %d); past it 503\n", SCHED_DEFAULT_QUEUE);
     fprintf(f, "  --prefill-chunk N      prompt tokens prefilled per scheduler tick (default %d)\n",
@@ -59,6 +60,7 @@ static int parse_args(Options *o, int argc, char **argv, char *err) {
         int rc;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return 1;
         if ((rc = server_flags_parse(&o->server, argc, argv, &i, err)) != 0 ||
+            (rc = server_api_flags_parse(&o->server, argc, argv, &i, err)) != 0 ||
             (rc = kv_flags_parse(&o->kv, argc, argv, &i, err)) != 0) {
             if (rc < 0) return -1;
             continue;

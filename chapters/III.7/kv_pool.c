@@ -199,11 +199,17 @@ void kv_pool_json(const KvPool *p, Buf *out) {
                "\"tokens_total\":%ld,\"mib\":%.3f,\"map\":\"",
                p->block_size, p->n_blocks, used, cached, p->n_free, (long)p->n_blocks * p->block_size, pool_mib(p));
     for (int b = 0; b < p->n_blocks; b++) buf_printf(out, "%c", map_char(p->ref[b], p->cached[b]));
-    buf_puts(out, "\",\"used\":[");
-    for (int b = 0, k = 0; b < p->n_blocks; b++)
-        if (p->ref[b] > 0)
-            buf_printf(out, "%s{\"id\":%d,\"ref\":%d,\"fill\":%d}", k++ ? "," : "", b, p->ref[b], p->fill[b]);
-    buf_puts(out, "],\"sequences\":[");
+    for (int only_cache = 0; only_cache <= 1; only_cache++) { /* "used": blocks_used of them, "cached": blocks_cached */
+        buf_puts(out, only_cache ? "],\"cached\":[" : "\",\"used\":[");
+        for (int b = 0, k = 0; b < p->n_blocks; b++)
+            if (p->ref[b] > 0 && (p->cached[b] && p->ref[b] == 1) == only_cache)
+                buf_printf(out, "%s{\"id\":%d,\"ref\":%d,\"fill\":%d}", k++ ? "," : "", b, p->ref[b], p->fill[b]);
+    }
+    buf_puts(out, "],\"legend\":{\"blocks_used\":\"held by a sequence (a running request or a slot), listed in used\","
+                  "\"blocks_cached\":\"held only by the prefix cache (evictable), listed in cached\","
+                  "\"blocks_free\":\"on the free list\",\"map\":\"one character a block: . free, c cache only, "
+                  "1-9 its reference count, + ten or more\"}");
+    buf_puts(out, ",\"sequences\":[");
     for (const KvBlockTable *t = p->tables; t; t = t->next) {
         buf_printf(out, "%s{\"id\":%d,\"owner\":", t == p->tables ? "" : ",", t->id);
         json_append_string(out, t->owner, strlen(t->owner));

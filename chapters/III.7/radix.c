@@ -125,6 +125,14 @@ int radix_match(RadixTree *t, const int32_t *tokens, int n, int *blocks) {
     return m;
 }
 
+void radix_uncount(RadixTree *t, int m) {
+    kv_pool_lock(t->pool);
+    t->stats.lookups--;
+    t->stats.hits -= m > 0;
+    t->stats.cached_tokens -= (uint64_t)m;
+    kv_pool_unlock(t->pool);
+}
+
 int radix_peek(RadixTree *t, const int32_t *tokens, int n, int *available) {
     int *blocks = xmalloc(sizeof(int) * (size_t)(blocks_for(t, n) + 1));
     kv_pool_lock(t->pool);

@@ -75,6 +75,10 @@ int radix_match(RadixTree *t, const int32_t *tokens, int n, int *blocks);
  * sequence reusing that prefix could still get from the pool (the free ones,
  * and those the tree could evict other than the reused ones). */
 int radix_peek(RadixTree *t, const int32_t *tokens, int n, int *available);
+/* Takes back the count of a lookup that reused m tokens, when what it was
+ * for did not happen (an admission that did not fit, a request's second
+ * admission): the counters count each request's reuse once, as its usage does. */
+void radix_uncount(RadixTree *t, int m);
 /* Caches the full blocks of a sequence: tokens[0..n) held by
  * blocks[0..n / block_size) (a partly filled last block is left out). Blocks
  * the tree already has for the same tokens stay as they are; the others get

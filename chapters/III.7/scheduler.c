@@ -34,8 +34,9 @@ typedef struct Job {
     JobPhase phase;
     Sequence seq;         /* while in a slot: holds tokens[0..seq.n_tokens) */
     int slot;             /* -1 while waiting */
-    int n_cached;         /* prompt tokens the prefix cache gave it */
-    bool begun, prefill_reported;
+    int n_cached;         /* prompt tokens the prefix cache gave it: what its usage reports */
+    int slot_cached;      /* the same at its latest admission (a preempted request is admitted again) */
+    bool begun, prefill_reported, lookup_counted;
     int preemptions;
     int position, generated; /* after the last step, for the debug view (under mu) */
     struct Job *next;     /* the waiting list, by arrival */
@@ -268,10 +269,19 @@ static int job_open(Sched *s, Job *j, bool reuse, char *err) {
     }
     kv_paged_set_owner(j->seq.kv, j->in->id);
     if (j->seq.kv->reserve(j->seq.kv, j->n_tokens - cached, err) != 0) {
+        if (s->tree && reuse) radix_uncount(s->tree, cached); /* not admitted: the lookup did not count */
         seq_free(&j->seq);
         return NO_ROOM;
     }
-    if (!j->prefill_reported) j->n_cached = cached;
+    /* The prefix cache's counters count a request once, the admission its usage reports. */
+    if (j->prefill_reported) {
+        if (s->tree && reuse) radix_uncount(s->tree, cached);
+    } else {
+        if (j->lookup_counted) radix_uncount(s->tree, j->n_cached); /* replaced by this admission */
+        j->lookup_counted = s->tree && reuse;
+        j->n_cached = cached;
+    }
+    j->slot_cached = cached;
     j->position = cached;
     return cached;
 }
@@ -709,7 +719,7 @@ static void sched_metrics(Engine *e, Buf *out) {
 
 /* Prompt tokens computed so far in the slot (not read from the prefix cache). */
 static int prefilled_tokens(const Job *j) {
-    int done = min_int(j->position, j->in->n_prompt) - j->n_cached;
+    int done = min_int(j->position, j->in->n_prompt) - j->slot_cached;
     return done > 0 ? done : 0;
 }
 
@@ -726,7 +736,7 @@ static void slot_json(const Sched *s, int i, Buf *out) {
     buf_printf(out,
                ",\"phase\":\"%s\",\"position\":%d,\"prompt_tokens\":%d,\"cached_tokens\":%d,\"generated\":%d,"
                "\"prefilled_tokens\":%d,\"max_tokens\":%d,\"preemptions\":%d,\"temperature\":",
-               PHASE_NAMES[j->phase], j->position, j->in->n_prompt, j->n_cached, j->generated, prefilled_tokens(j),
+               PHASE_NAMES[j->phase], j->position, j->in->n_prompt, j->slot_cached, j->generated, prefilled_tokens(j),
                j->in->max_tokens, j->preemptions);
     json_append_number(out, j->in->sampling.temperature);
     buf_puts(out, ",\"blocks\":[");

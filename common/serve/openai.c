@@ -141,6 +141,141 @@ static int get_logprobs(Ctx *c, const JsonValue *o, OaiRequest *r) {
     return 0;
 }
 
+/* ---- tools ---- */
+
+/* Keeps a string the request's messages point to. */
+static char *own(OaiRequest *r, char *s) {
+    r->owned = xrealloc(r->owned, sizeof *r->owned * (size_t)(r->n_owned + 1));
+    return r->owned[r->n_owned++] = s;
+}
+
+/* A JSON value as the template's tojson writes it (Python's json.dumps). */
+static char *tojson(const JsonValue *v) {
+    Buf b = {0};
+    json_append_value(&b, v, ", ", ": ");
+    buf_append(&b, "", 0);
+    return b.data;
+}
+
+/* OpenAI's rule for function names: 1 to 64 of a-z, A-Z, 0-9, '_' and '-'. */
+static bool valid_function_name(const JsonValue *v) {
+    if (!v || v->type != JSON_STRING || v->string_len == 0 || v->string_len > 64) return false;
+    for (size_t i = 0; i < v->string_len; i++) {
+        char ch = v->string[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+            return false;
+    }
+    return true;
+}
+
+/* One entry of "tools": {"type": "function", "function": {"name", "description"?, "parameters"?}}. */
+static int get_tool(Ctx *c, const JsonValue *t, size_t i, OaiRequest *r) {
+    char param[64];
+    snprintf(param, sizeof param, "tools[%zu]", i);
+    if (t->type != JSON_OBJECT) return failf(c, param, "'%s' must be an object, got %s", param, type_name(t));
+    const JsonValue *type = field(t, "type"), *fn = field(t, "function");
+    if (type && (type->type != JSON_STRING || strcmp(type->string, "function") != 0))
+        return failf(c, param, "'%s.type' must be \"function\"", param);
+    snprintf(param, sizeof param, "tools[%zu].function", i);
+    if (!fn || fn->type != JSON_OBJECT) return failf(c, param, "'%s' must be an object with the function's name", param);
+    const JsonValue *name = field(fn, "name"), *desc = field(fn, "description"), *params = field(fn, "parameters");
+    snprintf(param, sizeof param, "tools[%zu].function.name", i);
+    if (!valid_function_name(name))
+        return failf(c, param, "'%s' must be a function name: 1 to 64 letters, digits, '_' or '-'", param);
+    for (int k = 0; k < r->n_tools; k++)
+        if (strcmp(json_get(r->functions[k], "name")->string, name->string) == 0)
+            return failf(c, param, "'%s': the function '%s' is listed twice", param, name->string);
+    snprintf(param, sizeof param, "tools[%zu].function.description", i);
+    if (desc && desc->type != JSON_STRING) return failf(c, param, "'%s' must be a string, got %s", param, type_name(desc));
+    snprintf(param, sizeof param, "tools[%zu].function.parameters", i);
+    if (params && params->type != JSON_OBJECT)
+        return failf(c, param, "'%s' must be a JSON schema object, got %s", param, type_name(params));
+    r->functions[r->n_tools] = fn;
+    r->tools[r->n_tools++] = tojson(t);
+    return 0;
+}
+
+/* "tool_choice": "none", "auto", "required" or {"type": "function", "function": {"name": ...}}. */
+static int get_tool_choice(Ctx *c, const JsonValue *o, OaiRequest *r) {
+    const JsonValue *v = field(o, "tool_choice");
+    r->tool_choice = OAI_TOOLS_AUTO;
+    if (!v) return 0;
+    if (v->type == JSON_STRING) {
+        if (strcmp(v->string, "none") == 0) r->tool_choice = OAI_TOOLS_NONE;
+        else if (strcmp(v->string, "required") == 0) r->tool_choice = OAI_TOOLS_REQUIRED;
+        else if (strcmp(v->string, "auto") != 0)
+            return failf(c, "tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a function, got '%s'", v->string);
+    } else {
+        const JsonValue *fn = v->type == JSON_OBJECT ? field(v, "function") : NULL;
+        const JsonValue *name = fn && fn->type == JSON_OBJECT ? field(fn, "name") : NULL;
+        if (!name || name->type != JSON_STRING)
+            return failf(c, "tool_choice", "'tool_choice' must be a string or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        r->tool_choice = OAI_TOOLS_FUNCTION;
+        r->tool_choice_index = -1;
+        for (int k = 0; k < r->n_tools; k++)
+            if (strcmp(json_get(r->functions[k], "name")->string, name->string) == 0) r->tool_choice_index = k;
+        if (r->tool_choice_index < 0)
+            return failf(c, "tool_choice", "'tool_choice' names the function '%s', which is not in 'tools'", name->string);
+    }
+    if (r->n_tools == 0 && (r->tool_choice == OAI_TOOLS_REQUIRED || r->tool_choice == OAI_TOOLS_FUNCTION))
+        return failf(c, "tool_choice", "'tool_choice' asks for a tool call but 'tools' lists none");
+    return 0;
+}
+
+static int get_tools(Ctx *c, const JsonValue *o, OaiRequest *r) {
+    const JsonValue *v = field(o, "tools");
+    if (v && v->type != JSON_ARRAY) return failf(c, "tools", "'tools' must be an array of tools, got %s", type_name(v));
+    size_t n = v ? v->n_items : 0;
+    r->functions = xcalloc(n ? n : 1, sizeof *r->functions);
+    r->tools = xcalloc(n ? n : 1, sizeof *r->tools);
+    for (size_t i = 0; i < n; i++)
+        if (get_tool(c, &v->items[i], i, r)) return -1;
+    return get_tool_choice(c, o, r);
+}
+
+/* An assistant message's "tool_calls": [{"id", "type": "function", "function": {"name", "arguments"}}]. */
+static int get_tool_calls(Ctx *c, const JsonValue *m, size_t i, OaiRequest *r) {
+    const JsonValue *v = field(m, "tool_calls");
+    char param[80];
+    snprintf(param, sizeof param, "messages[%zu].tool_calls", i);
+    if (!v) return 0;
+    if (v->type != JSON_ARRAY) return failf(c, param, "'%s' must be an array, got %s", param, type_name(v));
+    ChatToolCall *calls = xcalloc(v->n_items ? v->n_items : 1, sizeof *calls);
+    r->messages[i].tool_calls = calls;
+    r->messages[i].n_tool_calls = (int)v->n_items;
+    for (size_t k = 0; k < v->n_items; k++) {
+        const JsonValue *fn = v->items[k].type == JSON_OBJECT ? field(&v->items[k], "function") : NULL;
+        const JsonValue *name = fn && fn->type == JSON_OBJECT ? field(fn, "name") : NULL;
+        const JsonValue *args = name ? field(fn, "arguments") : NULL;
+        snprintf(param, sizeof param, "messages[%zu].tool_calls[%zu]", i, k);
+        if (!name || name->type != JSON_STRING || (args && args->type != JSON_STRING && args->type != JSON_OBJECT))
+            return failf(c, param, "'%s' must be {\"function\": {\"name\": string, \"arguments\": string}}", param);
+        calls[k].name = name->string;
+        calls[k].arguments = !args ? "{}" : args->type == JSON_STRING ? args->string : own(r, tojson(args));
+    }
+    return 0;
+}
+
+/* What an assistant message carries besides its text: tool calls and reasoning. */
+static int get_assistant_extras(Ctx *c, const JsonValue *m, size_t i, OaiRequest *r) {
+    if (strcmp(r->messages[i].role, "assistant") != 0) return 0;
+    const JsonValue *rc = field(m, "reasoning_content");
+    char param[80];
+    snprintf(param, sizeof param, "messages[%zu].reasoning_content", i);
+    if (rc && rc->type != JSON_STRING) return failf(c, param, "'%s' must be a string, got %s", param, type_name(rc));
+    r->messages[i].reasoning_content = rc ? rc->string : NULL;
+    return get_tool_calls(c, m, i, r);
+}
+
+bool oai_tools_shown(const OaiRequest *r) { return r->n_tools > 0 && r->tool_choice != OAI_TOOLS_NONE; }
+
+void oai_reply_prefix(const OaiRequest *r, Buf *out) {
+    if (r->tool_choice == OAI_TOOLS_REQUIRED) buf_puts(out, "<tool_call>\n");
+    if (r->tool_choice == OAI_TOOLS_FUNCTION)
+        buf_printf(out, "<tool_call>\n{\"name\": \"%s\", \"arguments\": ",
+                   json_get(r->functions[r->tool_choice_index], "name")->string);
+}
+
 /* A message's content: a string, null, or an array of {"type":"text","text":...} parts. */
 static int get_content(Ctx *c, const JsonValue *m, size_t i, OaiRequest *r) {
     char param[64];
@@ -193,9 +328,40 @@ static int get_messages(Ctx *c, const JsonValue *o, OaiRequest *r) {
         if (strcmp(name, "system") && strcmp(name, "user") && strcmp(name, "assistant") && strcmp(name, "tool"))
             return failf(c, param, "'%s' must be system, developer, user, assistant or tool, got '%s'", param, role->string);
         r->messages[i].role = name;
-        if (get_content(c, m, i, r)) return -1;
+        if (get_content(c, m, i, r) || get_assistant_extras(c, m, i, r)) return -1;
     }
+    const ChatMessage *last = &r->messages[r->n_messages - 1];
+    r->continue_final = strcmp(last->role, "assistant") == 0 && last->n_tool_calls == 0;
     return 0;
+}
+
+/* A tool's "parameters" schema, or any object when it has none. */
+static void append_parameters(Buf *b, const JsonValue *fn) {
+    const JsonValue *p = field(fn, "parameters");
+    if (p) json_append_value(b, p, ",", ":");
+    else buf_puts(b, "{\"type\":\"object\"}");
+}
+
+bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix) {
+    if (r->tool_choice == OAI_TOOLS_FUNCTION) {
+        append_parameters(schema, r->functions[r->tool_choice_index]);
+        *suffix = "}\n</tool_call>";
+        return true;
+    }
+    if (r->tool_choice != OAI_TOOLS_REQUIRED) return false;
+    buf_puts(schema, "{\"anyOf\":[");
+    for (int i = 0; i < r->n_tools; i++) {
+        const JsonValue *name = json_get(r->functions[i], "name");
+        buf_puts(schema, i ? ",{" : "{");
+        buf_puts(schema, "\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[");
+        json_append_string(schema, name->string, name->string_len);
+        buf_puts(schema, "]},\"arguments\":");
+        append_parameters(schema, r->functions[i]);
+        buf_puts(schema, "},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
+    }
+    buf_puts(schema, "]}");
+    *suffix = "\n</tool_call>";
+    return true;
 }
 
 /* Token ids of a prompt given as [1, 2, 3]. */
@@ -251,13 +417,19 @@ int oai_parse_request(OaiRequest *r, OaiKind kind, const char *body, size_t len,
     if (get_sampling(&c, o, r) || get_max_tokens(&c, o, r) || get_stop(&c, o, r) || get_stream(&c, o, r) ||
         get_logprobs(&c, o, r) || get_bool(&c, o, "ignore_eos", &r->ignore_eos))
         return -1;
-    if (kind == OAI_CHAT) return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) ? -1 : 0;
+    if (kind == OAI_CHAT) return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) || get_tools(&c, o, r) ? -1 : 0;
     r->parse_special = true;
     return get_bool(&c, o, "parse_special", &r->parse_special) || get_prompt(&c, o, vocab_size, r) ? -1 : 0;
 }
 
 void oai_request_free(OaiRequest *r) {
     for (int i = 0; r->contents && i < r->n_messages; i++) free(r->contents[i]);
+    for (int i = 0; r->messages && i < r->n_messages; i++) free((void *)r->messages[i].tool_calls);
+    for (int i = 0; i < r->n_tools; i++) free(r->tools[i]);
+    for (int i = 0; i < r->n_owned; i++) free(r->owned[i]);
+    free(r->tools);
+    free(r->functions);
+    free(r->owned);
     free(r->contents);
     free(r->messages);
     free(r->prompt_ids);
@@ -273,7 +445,7 @@ void oai_error_json(Buf *out, int status, const char *message, const char *param
     const char *type = "invalid_request_error", *code = NULL;
     switch (status) {
     case 401: type = "authentication_error"; code = "invalid_api_key"; break;
-    case 404: code = "not_found"; break;
+    case 404: code = param && strcmp(param, "model") == 0 ? "model_not_found" : "not_found"; break;
     case 405: code = "method_not_allowed"; break;
     case 408: type = "timeout_error"; break;
     case 413: code = "request_too_large"; break;
@@ -418,19 +590,92 @@ void oai_usage_members(Buf *out, const GenResult *res) {
     buf_puts(out, "}");
 }
 
+const char *oai_finish_reason(const OaiReply *a, const GenResult *res) {
+    bool called = a->parsed && a->parsed->n_calls > 0;
+    return called && res->finish_reason && strcmp(res->finish_reason, "stop") == 0 ? "tool_calls" : res->finish_reason;
+}
+
+/* "call_<the request's id without its prefix>_<index>": unique per server run. */
+static void append_call_id(Buf *b, const OaiReply *a, int index) {
+    const char *dash = strchr(a->id, '-');
+    buf_printf(b, "\"call_%s_%d\"", dash ? dash + 1 : a->id, index);
+}
+
+static void append_call(Buf *b, const OaiReply *a, int index, const ChatReplyCall *call, bool with_arguments) {
+    buf_printf(b, "{\"index\":%d,\"id\":", index);
+    append_call_id(b, a, index);
+    buf_puts(b, ",\"type\":\"function\",\"function\":{\"name\":");
+    append_str(b, call->name);
+    buf_puts(b, ",\"arguments\":");
+    append_str(b, with_arguments ? call->arguments : "");
+    buf_puts(b, "}}");
+}
+
+/* The assistant's message: the text as content, or the parsed reply's parts. */
+static void append_message(Buf *b, const OaiReply *a, const char *text, size_t len) {
+    const ChatReply *p = a->parsed;
+    buf_puts(b, "{\"role\":\"assistant\",\"content\":");
+    if (!p) json_append_string(b, text, len);
+    else if (p->content.len == 0 && p->n_calls > 0) buf_puts(b, "null");
+    else json_append_string(b, p->content.data, p->content.len);
+    if (p && p->reasoning.len > 0) {
+        buf_puts(b, ",\"reasoning_content\":");
+        json_append_string(b, p->reasoning.data, p->reasoning.len);
+    }
+    if (p && p->n_calls > 0) {
+        buf_puts(b, ",\"tool_calls\":[");
+        for (int i = 0; i < p->n_calls; i++) {
+            if (i) buf_puts(b, ",");
+            append_call(b, a, i, &p->calls[i], true);
+        }
+        buf_puts(b, "]");
+    }
+    buf_puts(b, "}");
+}
+
+/* A chat chunk whose delta is members (JSON object members, without braces). */
+static void delta_chunk(Buf *out, const OaiRequest *q, const OaiReply *a, const char *members) {
+    append_head(out, q, a, true);
+    buf_printf(out, ",\"choices\":[{\"index\":0,\"delta\":{%s},\"logprobs\":null,\"finish_reason\":null}]", members);
+    if (q->include_usage) buf_puts(out, ",\"usage\":null");
+    buf_puts(out, "}");
+}
+
+void oai_reasoning_chunk_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len) {
+    Buf m = {0};
+    buf_puts(&m, "\"reasoning_content\":");
+    json_append_string(&m, text, len);
+    delta_chunk(out, q, a, m.data);
+    buf_free(&m);
+}
+
+void oai_tool_call_chunks_json(Buf *first, Buf *second, const OaiRequest *q, const OaiReply *a, int index,
+                               const ChatReplyCall *call) {
+    Buf m = {0};
+    buf_puts(&m, "\"tool_calls\":[");
+    append_call(&m, a, index, call, false);
+    buf_puts(&m, "]");
+    delta_chunk(first, q, a, m.data);
+    m.len = 0;
+    buf_printf(&m, "\"tool_calls\":[{\"index\":%d,\"function\":{\"arguments\":", index);
+    append_str(&m, call->arguments);
+    buf_puts(&m, "}}]");
+    delta_chunk(second, q, a, m.data);
+    buf_free(&m);
+}
+
 void oai_response_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len,
                        const GenLogprob *lp, int n_lp, const GenResult *res) {
     append_head(out, q, a, false);
     if (q->kind == OAI_CHAT) {
-        buf_puts(out, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
-        json_append_string(out, text, len);
-        buf_puts(out, "}");
+        buf_puts(out, ",\"choices\":[{\"index\":0,\"message\":");
+        append_message(out, a, text, len);
     } else {
         buf_puts(out, ",\"choices\":[{\"index\":0,\"text\":");
         json_append_string(out, text, len);
     }
     append_logprobs(out, q, a, lp, n_lp);
-    append_finish(out, res->finish_reason);
+    append_finish(out, oai_finish_reason(a, res));
     buf_puts(out, "}],");
     oai_usage_members(out, res);
     buf_puts(out, "}");

@@ -5,7 +5,7 @@
  * Reading is strict about what it uses and deaf to the rest: a field this
  * server knows must have the right type and range (else a 400 naming it, as
  * OpenAI's own API answers), while fields it does not know are ignored, since
- * clients send many (user, tools, logit_bias, ...). */
+ * clients send many (user, metadata, ...). */
 #ifndef OPENAI_H
 #define OPENAI_H
 
@@ -13,12 +13,21 @@
 #include <stdint.h>
 
 #include "chat.h"
+#include "chat_reply.h"
 #include "json.h"
 #include "sampling.h"
 #include "server.h"
 #include "util.h"
 
 typedef enum { OAI_CHAT, OAI_COMPLETION } OaiKind;
+
+/* tool_choice: whether the reply may, must or must not call a tool. */
+typedef enum {
+    OAI_TOOLS_AUTO,      /* "auto" (the default with tools): the model decides */
+    OAI_TOOLS_NONE,      /* "none": no tools are shown to the model */
+    OAI_TOOLS_REQUIRED,  /* "required": the reply must be one or more calls of the tools */
+    OAI_TOOLS_FUNCTION,  /* {"type": "function", "function": {"name": ...}}: a call of that tool */
+} OaiToolChoice;
 
 #define OAI_MAX_STOP 16
 
@@ -43,6 +52,19 @@ typedef struct {
     bool stream, include_usage;
     int top_logprobs;           /* -1: none; chat: top_logprobs when logprobs is true; completion: logprobs */
     bool enable_thinking;       /* chat_template_kwargs.enable_thinking (default true, as Qwen3's template) */
+    /* Tools (chat). What a reply must be is set here for the sampler to
+     * enforce: with OAI_TOOLS_REQUIRED, "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ARGS}\n</tool_call>"
+     * with NAME one of functions[i].name and ARGS matching its "parameters"
+     * schema; with OAI_TOOLS_FUNCTION the same for functions[tool_choice_index]
+     * only. oai_reply_prefix gives the start of it that is prefilled. */
+    const JsonValue **functions; /* [n_tools] each tool's "function" object as sent (name, description, parameters) */
+    char **tools;               /* [n_tools] each tool as the template's tojson writes it (ChatOptions.tools) */
+    int n_tools;
+    OaiToolChoice tool_choice;
+    int tool_choice_index;      /* OAI_TOOLS_FUNCTION: the tool it names */
+    bool continue_final;        /* the last message is the assistant's: the reply continues it (no new turn) */
+    char **owned;               /* [n_owned] strings the messages point to (tool call arguments sent as objects) */
+    int n_owned;
     JsonValue *doc;             /* the parsed body everything points into */
 } OaiRequest;
 
@@ -53,6 +75,21 @@ int oai_parse_request(OaiRequest *r, OaiKind kind, const char *body, size_t len,
                       char *param);
 void oai_request_free(OaiRequest *r);
 
+/* Do tools reach the model (some were sent and tool_choice is not "none")? */
+bool oai_tools_shown(const OaiRequest *r);
+/* The text put after the generation prompt so that the reply starts as
+ * tool_choice demands, as long as no constrained sampler enforces it: ""
+ * (auto, none), "<tool_call>\n" (required), or the call up to its arguments
+ * (a named function). */
+void oai_reply_prefix(const OaiRequest *r, Buf *out);
+/* What a constrained sampler must enforce after that prefix for tool_choice
+ * required or a named function (false for auto and none): a JSON value
+ * matching *schema (JSON Schema text: the named tool's "parameters"; for
+ * required, {"anyOf": [one {"name", "arguments"} object per tool, name as a
+ * one-value enum]}; keys in that order), then the literal *suffix, then the
+ * end of the reply or another call. */
+bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix);
+
 /* The error body {"error":{"message","type","param","code"}} for a status. */
 void oai_error_json(Buf *out, int status, const char *message, const char *param);
 
@@ -62,10 +99,23 @@ typedef struct {
     long created;               /* Unix seconds */
     const char *model;
     const Tokenizer *tok;       /* to write the logprobs' token texts */
+    const ChatReply *parsed;    /* chat: the reply read into reasoning, content and tool calls;
+                                 * NULL: the text is all content */
 } OaiReply;
 
+/* "stop" becomes "tool_calls" when the reply called tools. */
+const char *oai_finish_reason(const OaiReply *a, const GenResult *res);
+/* Stream chunks of a parsed reply (chat): reasoning text, and a tool call as
+ * OpenAI clients assemble it: a chunk with its index, id, type and name
+ * (arguments ""), then one with the arguments. */
+void oai_reasoning_chunk_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len);
+void oai_tool_call_chunks_json(Buf *first, Buf *second, const OaiRequest *q, const OaiReply *a, int index,
+                               const ChatReplyCall *call);
+
 /* The whole non-streamed response: one choice with text and its logprobs
- * (lp may be NULL), usage and timings. */
+ * (lp may be NULL), usage and timings. A chat reply with a->parsed has
+ * message.content from it (null when empty and there are tool calls),
+ * message.reasoning_content when there was reasoning, message.tool_calls. */
 void oai_response_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len,
                        const GenLogprob *lp, int n_lp, const GenResult *res);
 /* One stream chunk. Chat: role (the first chunk, NULL after), text (may be

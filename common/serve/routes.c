@@ -16,6 +16,7 @@
 #include "openai.h"
 #include "page.h"
 #include "server_internal.h"
+#include "unicode.h"
 
 #define WATCH_MS 100            /* how often a waiting request looks at its client */
 #define EVENTS_WAIT_MS 250      /* how long an event stream waits for events before it looks at its client */
@@ -79,9 +80,19 @@ static void metrics_text(Server *s, Buf *out) {
 
 /* ---- answering ------------------------------------------------------------------------------- */
 
+/* extra header lines, and with --cors the Access-Control-Allow-Origin line, into h. */
+static const char *with_cors(const Exchange *x, const char *extra, Buf *h) {
+    if (!x->s->cfg.cors_origin) return extra;
+    buf_printf(h, "%sAccess-Control-Allow-Origin: %s\r\n", extra ? extra : "", x->s->cfg.cors_origin);
+    if (strcmp(x->s->cfg.cors_origin, "*") != 0) buf_puts(h, "Vary: Origin\r\n");
+    return h->data;
+}
+
 static void reply(Exchange *x, int status, const char *content_type, const char *body, size_t len, const char *extra) {
+    Buf h = {0};
     x->status = status;
-    if (http_send(x->fd, status, content_type, body, len, x->keep_alive, extra) != 0) x->keep_alive = false;
+    if (http_send(x->fd, status, content_type, body, len, x->keep_alive, with_cors(x, extra, &h)) != 0) x->keep_alive = false;
+    buf_free(&h);
 }
 
 static void reply_json(Exchange *x, int status, const Buf *body) {
@@ -133,8 +144,42 @@ static void mark_gone(Exchange *x, GenRequest *r) {
 
 /* ---- generation routes ------------------------------------------------------------------------- */
 
-/* The prompt's tokens: a chat rendered with Qwen3's template, or a completion's text or ids. */
-static int prompt_tokens(const Server *s, const OaiRequest *q, int32_t **ids, int *n, char *err) {
+/* The template's options for a chat request: the tools (unless tool_choice
+ * is "none"), and either a new assistant turn or, when the last message is the
+ * assistant's, that message left open to be continued. */
+static ChatOptions chat_options(const Server *s, const OaiRequest *q) {
+    bool tools = oai_tools_shown(q);
+    return (ChatOptions){.add_generation_prompt = !q->continue_final, .enable_thinking = q->enable_thinking,
+                         .tools = tools ? (const char *const *)q->tools : NULL, .n_tools = tools ? q->n_tools : 0,
+                         .continue_final = q->continue_final,
+                         .parse_special_in_messages = s->cfg.parse_special_in_messages};
+}
+
+/* A chat's prompt text as Qwen3's template makes it (chat_options), then the
+ * start that tool_choice demands of the reply. prefill (may be NULL) gets what
+ * of the reply the text already holds (the continued message, that start), for
+ * the reply's parser. */
+static char *render_chat(const Server *s, const OaiRequest *q, Buf *prefill) {
+    ChatOptions opt = chat_options(s, q);
+    Buf text = {0}, forced = {0};
+    char *chat = chat_render_with(q->messages, q->n_messages, &opt);
+    buf_puts(&text, chat);
+    free(chat);
+    const char *turn = "<|im_start|>assistant\n", *open = NULL;
+    for (const char *p = strstr(text.data, turn); q->continue_final && p; p = strstr(p + 1, turn)) open = p;
+    if (open && prefill) buf_puts(prefill, open + strlen(turn));
+    oai_reply_prefix(q, &forced);
+    buf_append(&text, forced.data, forced.len);
+    if (prefill) buf_append(prefill, forced.data, forced.len);
+    buf_free(&forced);
+    return text.data;
+}
+
+/* The prompt's tokens: a completion's text or ids, or a chat: its messages
+ * encoded so that only the template's own markers become control tokens
+ * (chat_encode), then the start tool_choice demands (the server's own text,
+ * its specials parsed). prefill as in render_chat. */
+static int prompt_tokens(const Server *s, const OaiRequest *q, int32_t **ids, int *n, Buf *prefill, char *err) {
     if (q->kind == OAI_COMPLETION && q->prompt_ids) {
         *n = q->n_prompt_ids;
         *ids = xmalloc(sizeof(int32_t) * (size_t)(*n > 0 ? *n : 1));
@@ -143,10 +188,25 @@ static int prompt_tokens(const Server *s, const OaiRequest *q, int32_t **ids, in
     }
     if (q->kind == OAI_COMPLETION) /* the raw interface: specials parsed unless "parse_special": false */
         return tokenizer_encode(s->cfg.tok, q->prompt, q->prompt_len, q->parse_special, ids, n, err);
-    /* a chat: only the template's own markers become control tokens (chat.h) */
-    ChatOptions opt = {.add_generation_prompt = true, .enable_thinking = q->enable_thinking,
-                       .parse_special_in_messages = s->cfg.parse_special_in_messages};
-    return chat_encode(s->cfg.tok, q->messages, q->n_messages, &opt, ids, n, err);
+    ChatOptions opt = chat_options(s, q);
+    if (chat_encode(s->cfg.tok, q->messages, q->n_messages, &opt, ids, n, err) != 0) return -1;
+    if (prefill) free(render_chat(s, q, prefill));
+    Buf forced = {0};
+    oai_reply_prefix(q, &forced);
+    int32_t *more = NULL;
+    int n_more = 0, rc = 0;
+    if (forced.len && (rc = tokenizer_encode(s->cfg.tok, forced.data, forced.len, true, &more, &n_more, err)) == 0) {
+        *ids = xrealloc(*ids, sizeof(int32_t) * (size_t)(*n + n_more));
+        memcpy(*ids + *n, more, sizeof(int32_t) * (size_t)n_more);
+        *n += n_more;
+    }
+    free(more);
+    buf_free(&forced);
+    if (rc != 0) {
+        free(*ids);
+        *ids = NULL;
+    }
+    return rc;
 }
 
 /* 0 if the prompt and the tokens asked for fit the context, else -1 with err naming the limit. */
@@ -183,8 +243,11 @@ static void write_event(Exchange *x, HttpStream *hs, GenRequest *r, const char *
 static void begin_stream(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRequest *q, const OaiReply *a) {
     if (x->req->minor == 0) x->keep_alive = false;
     x->status = 200;
-    if (http_stream_begin(hs, x->fd, x->req->minor, 200, "text/event-stream", x->keep_alive,
-                          "Cache-Control: no-cache\r\n") != 0) {
+    Buf h = {0};
+    int rc = http_stream_begin(hs, x->fd, x->req->minor, 200, "text/event-stream", x->keep_alive,
+                               with_cors(x, "Cache-Control: no-cache\r\n", &h));
+    buf_free(&h);
+    if (rc != 0) {
         mark_gone(x, r);
         return;
     }
@@ -204,7 +267,7 @@ static void end_stream(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRequ
         oai_error_json(&b, res->status, res->message, NULL);
         snprintf(x->note, sizeof x->note, "failed mid-stream: %.400s", res->message);
     } else {
-        oai_chunk_json(&b, q, a, NULL, NULL, 0, NULL, 0, res->finish_reason);
+        oai_chunk_json(&b, q, a, NULL, NULL, 0, NULL, 0, oai_finish_reason(a, res));
     }
     write_event(x, hs, r, b.data, b.len);
     if (!res->status && q->include_usage) {
@@ -217,25 +280,61 @@ static void end_stream(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRequ
     buf_free(&b);
 }
 
+/* The chunks for what the reply's parser made known (d): reasoning, content
+ * (with the piece's logprobs, also when it has no text yet), tool calls. */
+static void write_parsed(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRequest *q, const OaiReply *a,
+                         const ChatReplyDelta *d, const GenPiece *p) {
+    Buf b = {0}, c = {0};
+    if (d->reasoning.len > 0) {
+        oai_reasoning_chunk_json(&b, q, a, d->reasoning.data, d->reasoning.len);
+        write_event(x, hs, r, b.data, b.len);
+    }
+    if (d->content.len > 0 || (p && p->n_lp > 0)) {
+        b.len = 0;
+        oai_chunk_json(&b, q, a, NULL, d->content.data, d->content.len, p ? p->lp : NULL, p ? p->n_lp : 0, NULL);
+        write_event(x, hs, r, b.data, b.len);
+    }
+    for (int i = d->first_call; i < a->parsed->n_calls; i++) {
+        b.len = c.len = 0;
+        oai_tool_call_chunks_json(&b, &c, q, a, i, &a->parsed->calls[i]);
+        write_event(x, hs, r, b.data, b.len);
+        write_event(x, hs, r, c.data, c.len);
+    }
+    buf_free(&b);
+    buf_free(&c);
+}
+
+/* One piece as stream chunks: as it is, or through the reply's parser (parser not NULL). */
+static void write_piece(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRequest *q, const OaiReply *a,
+                        ChatReply *parser, const GenPiece *p) {
+    if (parser) {
+        ChatReplyDelta d = {0};
+        chat_reply_push(parser, p->text.data ? p->text.data : "", p->text.len, &d);
+        write_parsed(x, hs, r, q, a, &d, p);
+        chat_reply_delta_free(&d);
+        return;
+    }
+    Buf b = {0};
+    oai_chunk_json(&b, q, a, NULL, p->text.data ? p->text.data : "", p->text.len, p->lp, p->n_lp, NULL);
+    write_event(x, hs, r, b.data, b.len);
+    buf_free(&b);
+}
+
 /* Streams r's pieces as SSE chunks, ending with finish_reason, usage if asked, and [DONE].
  * The head is sent with the first piece, so a request that fails before it gets a plain error. */
-static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const OaiReply *a) {
+static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const OaiReply *a, ChatReply *parser) {
     HttpStream hs = {0};
     bool started = false;
     double watch = time_now_ms();
     GenPiece p;
-    Buf b = {0};
     while (next_piece(x, r, &p, &watch) == 1) {
         if (!started && !x->gone) {
             begin_stream(x, &hs, r, q, a);
             started = true;
         }
-        b.len = 0;
-        oai_chunk_json(&b, q, a, NULL, p.text.data ? p.text.data : "", p.text.len, p.lp, p.n_lp, NULL);
-        write_event(x, &hs, r, b.data, b.len);
+        write_piece(x, &hs, r, q, a, parser, &p);
         gen_piece_free(&p);
     }
-    buf_free(&b);
     const GenResult *res = request_ended(x, r);
     if (!res) return;
     if (!started && res->status) {
@@ -243,11 +342,17 @@ static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const 
         return;
     }
     if (!started) begin_stream(x, &hs, r, q, a);
+    if (parser && !res->status) { /* what the parser held back to the last */
+        ChatReplyDelta d = {0};
+        chat_reply_finish(parser, &d);
+        write_parsed(x, &hs, r, q, a, &d, NULL);
+        chat_reply_delta_free(&d);
+    }
     end_stream(x, &hs, r, q, a, res);
 }
 
 /* Collects r's whole reply, then answers with one JSON response. */
-static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const OaiReply *a) {
+static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const OaiReply *a, ChatReply *parser) {
     Buf text = {0};
     buf_append(&text, "", 0);
     GenLogprob *lps = NULL;
@@ -267,6 +372,12 @@ static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const O
         routes_reply_error(x, res->status, res->message, NULL);
     } else if (res) {
         Buf b = {0};
+        if (parser) {
+            ChatReplyDelta d = {0};
+            chat_reply_push(parser, text.data, text.len, &d);
+            chat_reply_finish(parser, &d);
+            chat_reply_delta_free(&d);
+        }
         oai_response_json(&b, q, a, text.data, text.len, lps, n_lp, res);
         reply_json(x, 200, &b);
         buf_free(&b);
@@ -292,9 +403,12 @@ static void route_generate(Exchange *x, OaiKind kind) {
     }
     int32_t *ids = NULL;
     int n = 0;
-    if (prompt_tokens(s, &q, &ids, &n, err) != 0 || check_context(s, n, q.max_tokens, err) != 0) {
+    Buf prefill = {0};
+    buf_append(&prefill, "", 0);
+    if (prompt_tokens(s, &q, &ids, &n, &prefill, err) != 0 || check_context(s, n, q.max_tokens, err) != 0) {
         routes_reply_error(x, 400, err, q.kind == OAI_CHAT ? "messages" : "prompt");
         free(ids);
+        buf_free(&prefill);
         oai_request_free(&q);
         return;
     }
@@ -310,8 +424,16 @@ static void route_generate(Exchange *x, OaiKind kind) {
         routes_reply_error(x, rc, err, NULL);
     } else {
         OaiReply a = {.id = in.id, .created = (long)time(NULL), .model = s->cfg.model_name, .tok = s->cfg.tok};
-        if (q.stream) stream_reply(x, r, &q, &a);
-        else whole_reply(x, r, &q, &a);
+        ChatReply parser;
+        if (kind == OAI_CHAT) {
+            chat_reply_init(&parser, (ChatReplyOptions){.reasoning = !s->cfg.reasoning_in_content,
+                                                        .tools = oai_tools_shown(&q)});
+            chat_reply_prime(&parser, prefill.data);
+            a.parsed = &parser;
+        }
+        if (q.stream) stream_reply(x, r, &q, &a, a.parsed ? &parser : NULL);
+        else whole_reply(x, r, &q, &a, a.parsed ? &parser : NULL);
+        if (a.parsed) chat_reply_free(&parser);
         const GenResult *res = gen_result(r);
         if (!x->note[0])
             snprintf(x->note, sizeof x->note, "%s prompt %d (cached %d), generated %d, %s%s", in.id, res->n_prompt,
@@ -319,6 +441,7 @@ static void route_generate(Exchange *x, OaiKind kind) {
                      x->gone ? ", client gone: cancelled" : "");
     }
     gen_request_free(r);
+    buf_free(&prefill);
     oai_request_free(&q);
 }
 
@@ -339,6 +462,45 @@ static void route_models(Exchange *x) {
     buf_puts(&b, "{\"object\":\"list\",\"data\":[{\"id\":");
     json_append_string(&b, s->cfg.model_name, strlen(s->cfg.model_name));
     buf_printf(&b, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"local\",\"meta\":{\"n_ctx\":%d,\"n_vocab\":%d}}]}",
+               s->started, s->cfg.ctx, s->cfg.vocab_size);
+    reply_json(x, 200, &b);
+    buf_free(&b);
+}
+
+/* The id in a path "/v1/models/{id}", percent-decoded into id[cap]; false if it does not fit or is malformed. */
+static bool model_id_of(const char *path, char *id, size_t cap) {
+    const char *p = path + strlen("/v1/models/");
+    size_t n = 0;
+    for (; *p; p++) {
+        int c = (unsigned char)*p;
+        if (c == '%') {
+            unsigned v;
+            if (sscanf(p + 1, "%2x", &v) != 1 || !p[1] || !p[2]) return false;
+            c = (int)v;
+            p += 2;
+        }
+        if (n + 1 >= cap || c == 0) return false;
+        id[n++] = (char)c;
+    }
+    id[n] = '\0';
+    return true;
+}
+
+/* GET /v1/models/{id}: the one model this server has, or OpenAI's 404. */
+static void route_model(Exchange *x) {
+    Server *s = x->s;
+    char id[256];
+    if (!model_id_of(x->req->path, id, sizeof id) || strcmp(id, s->cfg.model_name) != 0) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "The model '%.200s' does not exist: this server has '%.100s'",
+                 model_id_of(x->req->path, id, sizeof id) ? id : x->req->path, s->cfg.model_name);
+        routes_reply_error(x, 404, msg, "model");
+        return;
+    }
+    Buf b = {0};
+    buf_puts(&b, "{\"id\":");
+    json_append_string(&b, s->cfg.model_name, strlen(s->cfg.model_name));
+    buf_printf(&b, ",\"object\":\"model\",\"created\":%ld,\"owned_by\":\"local\",\"meta\":{\"n_ctx\":%d,\"n_vocab\":%d}}",
                s->started, s->cfg.ctx, s->cfg.vocab_size);
     reply_json(x, 200, &b);
     buf_free(&b);
@@ -426,6 +588,149 @@ static void route_events(Exchange *x) {
 static void route_kv(Exchange *x) { route_debug(x, "kv"); }
 static void route_slots(Exchange *x) { route_debug(x, "slots"); }
 
+/* ---- llama-server's text routes: /tokenize, /detokenize, /apply-template ----------------------- */
+
+/* The body as a JSON object, or a 400 answered (NULL). */
+static JsonValue *body_object(Exchange *x) {
+    char err[ERR_MAX], msg[ERR_MAX + 64];
+    JsonValue *v = json_parse(x->req->body, x->req->body_len, err);
+    if (v && v->type == JSON_OBJECT) return v;
+    snprintf(msg, sizeof msg, v ? "the body must be a JSON object" : "the body is not valid JSON: %s", err);
+    routes_reply_error(x, 400, msg, "");
+    json_free(v);
+    return NULL;
+}
+
+/* An optional boolean member; false with a 400 answered if it is not one. */
+static bool body_bool(Exchange *x, const JsonValue *o, const char *key, bool *out) {
+    const JsonValue *v = json_get(o, key);
+    if (!v || v->type == JSON_NULL) return true;
+    if (v->type == JSON_BOOL) {
+        *out = v->boolean;
+        return true;
+    }
+    char msg[128];
+    snprintf(msg, sizeof msg, "'%s' must be true or false", key);
+    routes_reply_error(x, 400, msg, key);
+    return false;
+}
+
+/* A token's bytes: a string when they are valid UTF-8, else an array of byte values (as llama-server). */
+static void append_piece(Buf *b, const char *bytes, int n) {
+    bool text = true;
+    for (int i = 0, k; i < n && text; i += k)
+        if ((k = utf8_check(bytes + i, (size_t)(n - i))) <= 0) text = false;
+    if (text) {
+        json_append_string(b, bytes, (size_t)n);
+        return;
+    }
+    buf_puts(b, "[");
+    for (int i = 0; i < n; i++) buf_printf(b, "%s%u", i ? "," : "", (unsigned char)bytes[i]);
+    buf_puts(b, "]");
+}
+
+static void append_ids(Buf *b, const int32_t *ids, int n) {
+    buf_puts(b, "[");
+    for (int i = 0; i < n; i++) buf_printf(b, "%s%d", i ? "," : "", ids[i]);
+    buf_puts(b, "]");
+}
+
+/* POST /tokenize {"content", "add_special"?, "parse_special"? (default true), "with_pieces"?}
+ * -> {"tokens": [ids]} or [{"id", "piece"}]. Qwen3 adds no BOS, so add_special adds nothing. */
+static void route_tokenize(Exchange *x) {
+    const Tokenizer *tok = x->s->cfg.tok;
+    JsonValue *o = body_object(x);
+    if (!o) return;
+    const JsonValue *content = json_get(o, "content");
+    bool add_special = false, parse_special = true, with_pieces = false;
+    if (!content || content->type != JSON_STRING) {
+        routes_reply_error(x, 400, "'content' must be a string: the text to tokenize", "content");
+    } else if (body_bool(x, o, "add_special", &add_special) && body_bool(x, o, "parse_special", &parse_special) &&
+               body_bool(x, o, "with_pieces", &with_pieces)) {
+        int32_t *ids = NULL;
+        int n = 0;
+        char err[ERR_MAX], *piece = xmalloc((size_t)tokenizer_max_token_bytes(tok) + 1);
+        tokenizer_encode(tok, content->string, content->string_len, parse_special, &ids, &n, err);
+        Buf b = {0};
+        buf_puts(&b, "{\"tokens\":");
+        if (!with_pieces) append_ids(&b, ids, n);
+        for (int i = 0; with_pieces && i < n; i++) {
+            int len = tokenizer_token_bytes(tok, ids[i], true, piece, tokenizer_max_token_bytes(tok) + 1);
+            buf_printf(&b, "%s{\"id\":%d,\"piece\":", i ? "," : "[", ids[i]);
+            append_piece(&b, piece, len > 0 ? len : 0);
+            buf_puts(&b, "}");
+        }
+        if (with_pieces) buf_puts(&b, n ? "]" : "[]");
+        buf_puts(&b, "}");
+        reply_json(x, 200, &b);
+        buf_free(&b);
+        free(piece);
+        free(ids);
+    }
+    json_free(o);
+}
+
+/* POST /detokenize {"tokens": [ids]} -> {"content": text} (control tokens written out). */
+static void route_detokenize(Exchange *x) {
+    const Tokenizer *tok = x->s->cfg.tok;
+    JsonValue *o = body_object(x);
+    if (!o) return;
+    const JsonValue *t = json_get(o, "tokens");
+    int vocab = tokenizer_vocab_size(tok);
+    int32_t *ids = xmalloc(sizeof(int32_t) * (t && t->type == JSON_ARRAY && t->n_items ? t->n_items : 1));
+    int n = 0;
+    char msg[160] = "";
+    if (!t || t->type != JSON_ARRAY) snprintf(msg, sizeof msg, "'tokens' must be an array of token ids");
+    for (size_t i = 0; !msg[0] && i < t->n_items; i++) {
+        const JsonValue *v = &t->items[i];
+        if (v->type != JSON_NUMBER || v->number != (double)(int32_t)v->number || v->number < 0 || v->number >= vocab)
+            snprintf(msg, sizeof msg, "'tokens[%zu]' must be a token id from 0 to %d", i, vocab - 1);
+        else ids[n++] = (int32_t)v->number;
+    }
+    if (msg[0]) {
+        routes_reply_error(x, 400, msg, "tokens");
+    } else {
+        size_t len;
+        char *text = tokenizer_decode(tok, ids, n, true, &len);
+        Buf b = {0};
+        buf_puts(&b, "{\"content\":");
+        json_append_string(&b, text, len);
+        buf_puts(&b, "}");
+        reply_json(x, 200, &b);
+        buf_free(&b);
+        free(text);
+    }
+    free(ids);
+    json_free(o);
+}
+
+/* POST /apply-template: a chat request's body -> {"prompt": the exact text the
+ * template makes for it, "tokens": its ids}. */
+static void route_apply_template(Exchange *x) {
+    Server *s = x->s;
+    OaiRequest q;
+    char err[ERR_MAX], param[64];
+    if (oai_parse_request(&q, OAI_CHAT, x->req->body, x->req->body_len, s->cfg.vocab_size, err, param) != 0) {
+        routes_reply_error(x, 400, err, param);
+    } else {
+        char *text = render_chat(s, &q, NULL);
+        int32_t *ids = NULL;
+        int n = 0;
+        prompt_tokens(s, &q, &ids, &n, NULL, err);
+        Buf b = {0};
+        buf_puts(&b, "{\"prompt\":");
+        json_append_string(&b, text, strlen(text));
+        buf_puts(&b, ",\"tokens\":");
+        append_ids(&b, ids, n);
+        buf_puts(&b, "}");
+        reply_json(x, 200, &b);
+        buf_free(&b);
+        free(ids);
+        free(text);
+    }
+    oai_request_free(&q);
+}
+
 typedef struct {
     const char *path;
     const char *method;
@@ -443,8 +748,30 @@ static const Route ROUTES[] = {
     {"/v1/kv", "GET", route_kv, false},
     {"/v1/slots", "GET", route_slots, false},
     {"/v1/events", "GET", route_events, false},
+    {"/v1/models/", "GET", route_model, false}, /* a path ending in '/' is a prefix: /v1/models/{id} */
+    {"/tokenize", "POST", route_tokenize, false},
+    {"/detokenize", "POST", route_detokenize, false},
+    {"/apply-template", "POST", route_apply_template, false},
 };
 #define N_ROUTES ((int)(sizeof ROUTES / sizeof ROUTES[0]))
+
+static bool route_matches(const Route *r, const char *path) {
+    size_t n = strlen(r->path);
+    if (r->path[n - 1] == '/') return strncmp(path, r->path, n) == 0 && path[n];
+    return strcmp(path, r->path) == 0;
+}
+
+/* The answer to a CORS preflight (OPTIONS with --cors): what a page from the
+ * allowed origin may send. */
+static void reply_preflight(Exchange *x) {
+    const char *asked = http_header(x->req, "Access-Control-Request-Headers");
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\nAccess-Control-Allow-Headers: %s\r\n"
+             "Access-Control-Max-Age: 86400\r\n",
+             asked && strlen(asked) < 300 && !strpbrk(asked, "\r\n") ? asked : "Authorization, Content-Type");
+    reply(x, 200, "text/plain", "", 0, extra);
+}
 
 /* Compares the whole key in time independent of where it differs. */
 static bool authorized(const Server *s, const HttpRequest *req) {
@@ -465,7 +792,11 @@ const char *routes_dispatch(Exchange *x) {
     const HttpRequest *req = x->req;
     const Route *route = NULL;
     for (int i = 0; i < N_ROUTES; i++)
-        if (strcmp(req->path, ROUTES[i].path) == 0) route = &ROUTES[i];
+        if (route_matches(&ROUTES[i], req->path)) route = &ROUTES[i];
+    if (x->s->cfg.cors_origin && strcmp(req->method, "OPTIONS") == 0) { /* a browser's preflight: no key needed */
+        reply_preflight(x);
+        return route ? route->path : "other";
+    }
     if (!(route && route->open) && !authorized(x->s, req)) {
         routes_reply_error(x, 401, "missing or wrong API key: send the header 'Authorization: Bearer <key>'", NULL);
         return route ? route->path : "other";
@@ -486,4 +817,41 @@ const char *routes_dispatch(Exchange *x) {
     }
     route->fn(x);
     return route->path;
+}
+
+/* ---- the API's flags ---------------------------------------------------------------------------- */
+
+void server_api_flags_usage(FILE *out) {
+    fprintf(out, "  --reasoning-format F   deepseek (default): a chat reply's <think> block is message.reasoning_content\n");
+    fprintf(out, "                         (delta.reasoning_content when streaming); none: it stays in content\n");
+    fprintf(out, "  --cors ORIGIN          let pages from ORIGIN (or *) call the API from a browser:\n");
+    fprintf(out, "                         Access-Control-Allow-Origin on answers, OPTIONS preflights answered\n");
+}
+
+int server_api_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err) {
+    const char *a = argv[*i];
+    if (strcmp(a, "--reasoning-format") != 0 && strcmp(a, "--cors") != 0) return 0;
+    if (*i + 1 >= argc) {
+        err_set(err, "option %s needs a value", a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    if (strcmp(a, "--cors") == 0) {
+        for (const char *p = v; *p; p++)
+            if ((unsigned char)*p < 0x21 || *p == 0x7f || *p == ',') {
+                err_set(err, "--cors wants one origin (https://example.com) or *, got '%s'", v);
+                return -1;
+            }
+        if (!*v) {
+            err_set(err, "--cors wants one origin (https://example.com) or *, got ''");
+            return -1;
+        }
+        c->cors_origin = v;
+    } else if (strcmp(v, "none") == 0 || strcmp(v, "deepseek") == 0 || strcmp(v, "auto") == 0) {
+        c->reasoning_in_content = strcmp(v, "none") == 0;
+    } else {
+        err_set(err, "--reasoning-format must be none, deepseek or auto, got '%s'", v);
+        return -1;
+    }
+    return 1;
 }

@@ -185,6 +185,10 @@ typedef struct {
     const Tokenizer *tok;      /* the model's: prompts in, text out */
     int vocab_size;
     int ctx;                   /* the longest sequence, prompt + generated, in tokens */
+    bool reasoning_in_content; /* --reasoning-format none: a chat reply's <think> block stays in content
+                                * (else it is message.reasoning_content) */
+    const char *cors_origin;   /* --cors ORIGIN: Access-Control-Allow-Origin on every answer, and
+                                * OPTIONS preflights answered; NULL: no CORS headers */
 } ServerConfig;
 
 /* The defaults: 127.0.0.1:8080, no key, 1024 connections (256 from one
@@ -196,6 +200,9 @@ void server_config_default(ServerConfig *c);
  * it is not one, -1 with err if its value is wrong. */
 int server_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err);
 void server_flags_usage(FILE *out);
+/* The same for the API's own flags (routes.c): --reasoning-format, --cors. */
+int server_api_flags_parse(ServerConfig *c, int argc, char **argv, int *i, char *err);
+void server_api_flags_usage(FILE *out);
 
 typedef struct Server Server;
 

@@ -134,7 +134,7 @@ static void turn_end(Out *o) {
     put(o, "\n");
 }
 
-static void render_assistant(Out *o, const ChatMessage *m, bool after_last_query, bool is_last) {
+static void render_assistant(Out *o, const ChatMessage *m, bool after_last_query, bool is_last, bool left_open) {
     Span reasoning, answer;
     split_reasoning(m, &reasoning, &answer);
     turn_start(o, "assistant\n");
@@ -148,7 +148,7 @@ static void render_assistant(Out *o, const ChatMessage *m, bool after_last_query
         put_span(o, answer);
     }
     render_tool_calls(o, m, answer);
-    turn_end(o);
+    if (!left_open) turn_end(o);
 }
 
 static void render_tool(Out *o, const ChatMessage *msgs, int n, int i) {
@@ -194,7 +194,7 @@ static Out render(const ChatMessage *msgs, int n, const ChatOptions *opt) {
         if (str_eq(m->role, "user") || (str_eq(m->role, "system") && i > 0))
             render_turn(&o, m->role, content_of(m));
         else if (str_eq(m->role, "assistant"))
-            render_assistant(&o, m, i > last_query, i == n - 1);
+            render_assistant(&o, m, i > last_query, i == n - 1, opt->continue_final && i == n - 1);
         else if (str_eq(m->role, "tool"))
             render_tool(&o, msgs, n, i);
     }

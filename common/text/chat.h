@@ -46,6 +46,8 @@ typedef struct {
     bool parse_special_in_messages; /* chat_encode: control-token texts inside messages become
                                      * control tokens too (the old behaviour, which lets a user
                                      * forge turns; chat-server --parse-special-in-messages) */
+    bool continue_final;         /* the last message, an assistant's, is left open (no <|im_end|>) for
+                                  * the model to continue; use without add_generation_prompt */
 } ChatOptions;
 
 /* Renders msgs[0..n) and returns a malloc'ed string:

@@ -476,3 +476,25 @@ void json_append_number(Buf *b, double x) {
     }
     buf_puts(b, tmp);
 }
+
+void json_append_value(Buf *b, const JsonValue *v, const char *item_sep, const char *key_sep) {
+    switch (v->type) {
+    case JSON_NULL: buf_puts(b, "null"); break;
+    case JSON_BOOL: buf_puts(b, v->boolean ? "true" : "false"); break;
+    case JSON_NUMBER: json_append_number(b, v->number); break;
+    case JSON_STRING: json_append_string(b, v->string, v->string_len); break;
+    case JSON_ARRAY:
+    case JSON_OBJECT:
+        buf_puts(b, v->type == JSON_ARRAY ? "[" : "{");
+        for (size_t i = 0; i < v->n_items; i++) {
+            if (i) buf_puts(b, item_sep);
+            if (v->type == JSON_OBJECT) {
+                json_append_string(b, v->keys[i], strlen(v->keys[i]));
+                buf_puts(b, key_sep);
+            }
+            json_append_value(b, &v->items[i], item_sep, key_sep);
+        }
+        buf_puts(b, v->type == JSON_ARRAY ? "]" : "}");
+        break;
+    }
+}

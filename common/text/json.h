@@ -34,5 +34,9 @@ const JsonValue *json_get(const JsonValue *obj, const char *key);
 /* Writers: append JSON text to a Buf. */
 void json_append_string(Buf *b, const char *s, size_t len); /* quoted and escaped; invalid UTF-8 -> \ufffd */
 void json_append_number(Buf *b, double x);                  /* shortest round-trip form; non-finite -> null */
+/* A whole value, members in their order, with item_sep between items and
+ * key_sep after keys: "," and ":" for compact JSON, ", " and ": " for the
+ * form Python's json.dumps writes (what chat templates' tojson gives). */
+void json_append_value(Buf *b, const JsonValue *v, const char *item_sep, const char *key_sep);
 
 #endif

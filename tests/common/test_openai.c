@@ -50,7 +50,7 @@ TEST(openai_chat_every_field) {
                        "\"top_p\":0.5,\"top_k\":40,\"min_p\":0.05,\"seed\":-3,\"stop\":[\"a\",\"bc\"],"
                        "\"presence_penalty\":0.5,\"frequency_penalty\":-1,\"repeat_penalty\":1.1,\"n\":1,\"logprobs\":true,"
                        "\"top_logprobs\":3,\"stream\":true,\"stream_options\":{\"include_usage\":true},"
-                       "\"chat_template_kwargs\":{\"enable_thinking\":false},\"ignore_eos\":true,\"user\":\"u\",\"tools\":[{}],"
+                       "\"chat_template_kwargs\":{\"enable_thinking\":false},\"ignore_eos\":true,\"user\":\"u\",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
                        "\"logit_bias\":{\"1\":2},\"response_format\":{\"type\":\"text\"}}";
     if (!parses(&r, OAI_CHAT, body)) return;
     CHECK_STR(r.model, "m");
@@ -256,4 +256,75 @@ TEST(openai_response_and_chunks) {
     json_free(v);
     buf_free(&b);
     oai_request_free(&q);
+}
+
+#define TWO_TOOLS                                                                                                  \
+    "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","  \
+    "\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}}},"                                   \
+    "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]"
+
+/* Tools as the template shows them, the history's calls, and what tool_choice
+ * asks of the reply (the prefill now, the constraint for the sampler). */
+TEST(openai_tools_and_tool_choice) {
+    OaiRequest r;
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":null,"
+                       "\"reasoning_content\":\"think\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":"
+                       "{\"name\":\"now\",\"arguments\":{\"tz\":\"UTC\",\"n\":[1,2]}}}]},{\"role\":\"tool\",\"tool_call_id\":\"c1\","
+                       "\"content\":\"12:00\"}]," TWO_TOOLS "}";
+    if (parses(&r, OAI_CHAT, body)) {
+        CHECK_EQ_INT(r.n_tools, 2);
+        CHECK_STR(r.tools[0], "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": "
+                              "\"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}");
+        CHECK(r.tool_choice == OAI_TOOLS_AUTO && oai_tools_shown(&r) && !r.continue_final);
+        CHECK_EQ_INT(r.messages[1].n_tool_calls, 1);
+        CHECK_STR(r.messages[1].tool_calls[0].name, "now");
+        CHECK_STR(r.messages[1].tool_calls[0].arguments, "{\"tz\": \"UTC\", \"n\": [1, 2]}"); /* an object: tojson */
+        CHECK_STR(r.messages[1].reasoning_content, "think");
+        Buf b = {0};
+        const char *suffix = NULL;
+        oai_reply_prefix(&r, &b);
+        CHECK(b.len == 0 && !oai_tool_constraint(&r, &b, &suffix));
+        buf_free(&b);
+    }
+    oai_request_free(&r);
+    if (parses(&r, OAI_CHAT, "{" MSG "," TWO_TOOLS ",\"tool_choice\":\"required\"}")) {
+        Buf prefix = {0}, schema = {0};
+        const char *suffix = NULL;
+        oai_reply_prefix(&r, &prefix);
+        CHECK_STR(prefix.data, "<tool_call>\n");
+        CHECK(oai_tool_constraint(&r, &schema, &suffix));
+        CHECK_STR(schema.data, "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[\"get_weather\"]},"
+                               "\"arguments\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":"
+                               "[\"city\"]}},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false},{\"type\":"
+                               "\"object\",\"properties\":{\"name\":{\"enum\":[\"now\"]},\"arguments\":{\"type\":\"object\"}},"
+                               "\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}]}");
+        CHECK_STR(suffix, "\n</tool_call>");
+        buf_free(&prefix);
+        buf_free(&schema);
+    }
+    oai_request_free(&r);
+    if (parses(&r, OAI_CHAT, "{" MSG "," TWO_TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}")) {
+        Buf prefix = {0}, schema = {0};
+        const char *suffix = NULL;
+        CHECK(r.tool_choice == OAI_TOOLS_FUNCTION && r.tool_choice_index == 0);
+        oai_reply_prefix(&r, &prefix);
+        CHECK_STR(prefix.data, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+        CHECK(oai_tool_constraint(&r, &schema, &suffix));
+        CHECK_STR(schema.data, "{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"]}");
+        CHECK_STR(suffix, "}\n</tool_call>");
+        buf_free(&prefix);
+        buf_free(&schema);
+    }
+    oai_request_free(&r);
+    if (parses(&r, OAI_CHAT, "{" MSG "," TWO_TOOLS ",\"tool_choice\":\"none\"}")) CHECK(!oai_tools_shown(&r));
+    oai_request_free(&r);
+    if (parses(&r, OAI_CHAT, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"},{\"role\":\"assistant\",\"content\":\"Once\"}]}"))
+        CHECK(r.continue_final);
+    oai_request_free(&r);
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"tools\":{}}", "'tools' must be an array", "tools"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"tools\":[{\"function\":{\"name\":\"\"}}]}", "function name", "tools[0].function.name"));
+    CHECK(refused(OAI_CHAT, "{" MSG "," TWO_TOOLS ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"x\"}}}",
+                  "not in 'tools'", "tool_choice"));
+    CHECK(refused(OAI_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"reasoning_content\":3}]}", "must be a string",
+                  "messages[0].reasoning_content"));
 }

@@ -69,24 +69,40 @@ ServerProc *slow_server(const char *chapter) {
     return get(slow, chapter, args);
 }
 
-const char *openai_client_script(const char **why) {
+const char *node_script(const char *name, const char *package, const char **why) {
     static char script[512];
+    static char missing[256];
     char module[512], cmd[1200];
-    snprintf(module, sizeof module, "%s/node/node_modules/openai/package.json", test_build_dir());
+    snprintf(module, sizeof module, "%s/node/node_modules/%s/package.json", test_build_dir(), package);
     *why = NULL;
     if (system("node --version > /dev/null 2>&1") != 0) {
-        *why = "node is not installed: the openai client test needs it (CI installs it)";
+        *why = "node is not installed: the npm client tests need it (CI installs it)";
         return NULL;
     }
     if (access(module, R_OK) != 0) {
-        *why = "the openai npm package is missing: make test installs it with npm into build/node";
+        snprintf(missing, sizeof missing, "the %s npm package is missing: make test installs it with npm into build/node",
+                 package);
+        *why = missing;
         return NULL;
     }
-    snprintf(script, sizeof script, "%s/node/openai_client.mjs", test_build_dir());
-    snprintf(cmd, sizeof cmd, "cp tests/server/openai_client.mjs '%s'", script); /* beside its node_modules */
+    snprintf(script, sizeof script, "%s/node/%s", test_build_dir(), name);
+    snprintf(cmd, sizeof cmd, "cp 'tests/server/%s' '%s'", name, script); /* beside its node_modules */
     if (system(cmd) != 0) {
-        *why = "cannot copy tests/server/openai_client.mjs (run from the top of the repository)";
+        *why = "cannot copy the node script from tests/server (run from the top of the repository)";
         return NULL;
     }
     return script;
+}
+
+const char *openai_client_script(const char **why) { return node_script("openai_client.mjs", "openai", why); }
+
+bool run_node_script(const char *script, const char *args, char **output) {
+    char cmd[2048], err[ERR_MAX];
+    const char *out = test_tmp_path("node.out");
+    snprintf(cmd, sizeof cmd, "node '%s' %s > '%s' 2>&1", script, args, out);
+    int rc = system(cmd);
+    size_t n;
+    *output = file_read_all(out, &n, err);
+    if (!*output) *output = xstrdup(err);
+    return rc == 0 && strstr(*output, "all ok") != NULL;
 }

@@ -23,6 +23,12 @@ const char *slow_model_path(void);
 /* The openai client script (tests/server/openai_client.mjs) copied beside
  * the installed npm package, or NULL with why it cannot run. */
 const char *openai_client_script(const char **why);
+/* The same for any script of tests/server that needs the npm package
+ * `package` (in build/node); the path is valid until the next call. */
+const char *node_script(const char *name, const char *package, const char **why);
+/* Runs node script args; true if it exited 0 having printed "all ok".
+ * *output (malloc'ed) gets what it printed. */
+bool run_node_script(const char *script, const char *args, char **output);
 
 /* Does the chapter's engine run one request at a time (III.4), so that a
  * second one waits? */

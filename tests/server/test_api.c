@@ -273,3 +273,109 @@ TEST(server_chat_server_bad_command_lines) {
         CHECK(system(cmd) == 0);
     }
 }
+
+/* A final assistant message is continued: the prompt leaves it open (no
+ * <|im_end|>, no new turn), and the reply is what a completion of exactly
+ * that text gives. */
+TEST(server_final_assistant_message_is_continued) {
+    FOR_EACH_SERVER_CHAPTER(c) {
+        ServerProc *s = fast_server(c);
+        if (!s) continue;
+        const char *messages = "\"messages\":[{\"role\":\"user\",\"content\":\"Tell me a story.\"},"
+                               "{\"role\":\"assistant\",\"content\":\"Once upon a time, a little fox\"}]";
+        char body[1024];
+        snprintf(body, sizeof body, "{%s}", messages);
+        JsonValue *t = post_ok(s->port, "/apply-template", body);
+        const char *prompt = t ? json_string_at(t, "prompt", NULL) : NULL;
+        CHECK_MSG(prompt && strcmp(prompt, "<|im_start|>user\nTell me a story.<|im_end|>\n<|im_start|>assistant\n"
+                                           "<think>\n\n</think>\n\nOnce upon a time, a little fox") == 0,
+                  "%s: the continued prompt: %s", c, prompt ? prompt : "(none)");
+        snprintf(body, sizeof body, "{%s,\"max_tokens\":16,\"temperature\":0}", messages);
+        JsonValue *chat = post_ok(s->port, "/v1/chat/completions", body);
+        Buf cb = {0};
+        buf_puts(&cb, "{\"prompt\":");
+        if (prompt) json_append_string(&cb, prompt, strlen(prompt));
+        buf_puts(&cb, ",\"max_tokens\":16,\"temperature\":0}");
+        JsonValue *completion = prompt ? post_ok(s->port, "/v1/completions", cb.data) : NULL;
+        const char *a = chat ? json_string_at(chat, "choices", "0", "message", "content", NULL) : NULL;
+        const char *b = completion ? json_string_at(completion, "choices", "0", "text", NULL) : NULL;
+        CHECK_MSG(a && b && strcmp(a, b) == 0, "%s: chat continued '%s', completion '%s'", c, a ? a : "", b ? b : "");
+        CHECK(chat && t && json_number_at(chat, "usage", "prompt_tokens", NULL) == (double)json_get(t, "tokens")->n_items);
+        buf_free(&cb);
+        json_free(t);
+        json_free(chat);
+        json_free(completion);
+    }
+}
+
+/* llama-server's text routes: /tokenize, /detokenize, /apply-template; GET /v1/models/{id}. */
+TEST(server_tokenize_detokenize_and_model) {
+    FOR_EACH_SERVER_CHAPTER(c) {
+        ServerProc *s = fast_server(c);
+        if (!s) continue;
+        JsonValue *t = post_ok(s->port, "/tokenize", "{\"content\":\"<|im_start|>Hello world\"}");
+        const JsonValue *ids = t ? json_get(t, "tokens") : NULL;
+        CHECK(ids && ids->n_items >= 3 && ids->items[0].type == JSON_NUMBER);
+        if (ids) { /* back to the same text */
+            Buf b = {0};
+            buf_puts(&b, "{\"tokens\":");
+            json_append_value(&b, ids, ",", ":");
+            buf_puts(&b, "}");
+            JsonValue *d = post_ok(s->port, "/detokenize", b.data);
+            CHECK_STR(d ? json_string_at(d, "content", NULL) : "", "<|im_start|>Hello world");
+            json_free(d);
+            buf_free(&b);
+        }
+        JsonValue *plain = post_ok(s->port, "/tokenize", "{\"content\":\"<|im_start|>Hello world\",\"parse_special\":false}");
+        CHECK(plain && ids && json_get(plain, "tokens")->n_items > ids->n_items); /* the marker as plain text */
+        JsonValue *pieces = post_ok(s->port, "/tokenize", "{\"content\":\"Hello\",\"with_pieces\":true}");
+        const JsonValue *p = pieces ? json_get(pieces, "tokens") : NULL;
+        Buf joined = {0};
+        for (size_t i = 0; p && i < p->n_items; i++) {
+            CHECK(json_get(&p->items[i], "id") && json_get(&p->items[i], "piece"));
+            const char *piece = json_string_at(&p->items[i], "piece", NULL);
+            if (piece) buf_puts(&joined, piece);
+        }
+        CHECK_STR(joined.data ? joined.data : "", "Hello");
+        buf_free(&joined);
+        json_free(t);
+        json_free(plain);
+        json_free(pieces);
+        static const struct { const char *path, *body, *param; } bad[] = {
+            {"/tokenize", "{}", "content"},
+            {"/tokenize", "{\"content\":3}", "content"},
+            {"/tokenize", "{\"content\":\"x\",\"with_pieces\":\"yes\"}", "with_pieces"},
+            {"/detokenize", "{\"tokens\":[1,-1]}", "tokens"},
+            {"/detokenize", "{\"tokens\":[99999999]}", "tokens"},
+            {"/detokenize", "{\"tokens\":\"1 2\"}", "tokens"},
+            {"/apply-template", "{\"messages\":[]}", "messages"},
+            {"/tokenize", "not json", ""},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            HttpReply r;
+            CHECK(http_post(s->port, bad[i].path, bad[i].body, &r));
+            JsonValue *v = http_reply_json(&r);
+            const char *param = v ? json_string_at(v, "error", "param", NULL) : NULL;
+            CHECK_MSG(r.status == 400 && (param ? strcmp(param, bad[i].param) == 0 : !bad[i].param[0]), "%s %s: %d %s", bad[i].path,
+                      bad[i].body, r.status, r.body);
+            json_free(v);
+            http_reply_free(&r);
+        }
+        JsonValue *models = get_json(s->port, "/v1/models");
+        const char *id = models ? json_string_at(models, "data", "0", "id", NULL) : NULL;
+        char path[300];
+        snprintf(path, sizeof path, "/v1/models/%s", id ? id : "");
+        JsonValue *m = get_json(s->port, path);
+        CHECK_STR(m ? json_string_at(m, "id", NULL) : "", id ? id : "?");
+        CHECK_STR(m ? json_string_at(m, "object", NULL) : "", "model");
+        json_free(m);
+        json_free(models);
+        HttpReply r;
+        CHECK(http_get(s->port, "/v1/models/no-such-model", &r));
+        JsonValue *v = http_reply_json(&r);
+        CHECK(r.status == 404 && v && strcmp(json_string_at(v, "error", "code", NULL), "model_not_found") == 0 &&
+              strcmp(json_string_at(v, "error", "param", NULL), "model") == 0);
+        json_free(v);
+        http_reply_free(&r);
+    }
+}

@@ -110,8 +110,16 @@ TEST(server_sched_views_and_counters) {
             json_free(v);
             http_reply_free(&r);
         }
+        /* the server's count of cached prompt tokens (usage) and the prefix cache's agree */
+        double usage_cached = metric_value(s.port, "chat_server_prompt_cached_tokens_total");
+        CHECK_MSG(usage_cached > 0 && usage_cached == metric_value(s.port, "chat_server_prefix_cache_cached_tokens_total"),
+                  "%s: prompt_cached_tokens_total %g, prefix_cache_cached_tokens_total %g", c, usage_cached,
+                  metric_value(s.port, "chat_server_prefix_cache_cached_tokens_total"));
         JsonValue *kv = get_json(s.port, "/v1/kv");
         CHECK(json_number_at(kv, "blocks_used", NULL) == 0 && json_number_at(kv, "blocks_cached", NULL) >= 3);
+        /* each count is its list's length: the blocks only the cache holds are listed apart */
+        CHECK(json_get(kv, "used") && json_get(kv, "used")->n_items == 0);
+        CHECK(json_get(kv, "cached") && json_get(kv, "cached")->n_items == (size_t)json_number_at(kv, "blocks_cached", NULL));
         CHECK_EQ_INT(json_number_at(kv, "prefix_cache", "hits", NULL), 1);
         CHECK_EQ_INT(json_number_at(kv, "prefix_cache", "misses", NULL), 1);
         CHECK(json_number_at(kv, "prefix_cache", "root", "children", "0", "span", "1", NULL) >= 16);

@@ -426,8 +426,26 @@ static void check_preemption(bool prefix_cache) {
         r[i] = request(&f, &ask[i], i);
         submit_ok(&f, r[i]);
     }
-    run_all(&f, 500);
+    /* /v1/slots shows a re-admitted request's cached tokens from its latest
+     * admission (its own prompt is cached by then), its usage the first's */
+    int ticks = 0, readmitted_cached = -1;
+    for (; ticks < 500 && sched_tick(f.e); ticks++) {
+        Buf b = {0};
+        f.e->debug_json(f.e, "slots", &b);
+        const char *id = gen_input(r[1])->id, *at = strstr(b.data, id), *c = at ? strstr(at, "\"cached_tokens\":") : NULL;
+        if (sched_stats(f.e).preemptions >= 1 && c) readmitted_cached = atoi(c + strlen("\"cached_tokens\":"));
+        buf_free(&b);
+    }
+    CHECK_MSG(ticks < 500, "still busy after 500 ticks");
     CHECK_MSG(sched_stats(f.e).preemptions >= 1, "no preemption: the test does not test it");
+    if (prefix_cache) {
+        CHECK_MSG(readmitted_cached > 0, "the re-admitted request shows %d cached tokens", readmitted_cached);
+        CHECK_EQ_INT(gen_result(r[1])->n_cached, 0);
+    }
+    /* the prefix cache's counters count each request once, as usage does */
+    SchedStats st = sched_stats(f.e);
+    CHECK_EQ_INT((int)st.prefix_lookups, prefix_cache ? 2 : 0);
+    CHECK_EQ_INT((int)st.prefix_cached_tokens, gen_result(r[0])->n_cached + gen_result(r[1])->n_cached);
     for (int i = 0; i < 2; i++) {
         Out got = {0}, want;
         CHECK(drain(r[i], &got));
@@ -590,6 +608,14 @@ TEST(III7_sched_prefix_hits_reported_and_shown) {
     const JsonValue *pc = v ? json_get(v, "prefix_cache") : NULL;
     CHECK(pc && json_get(pc, "root") && json_get(v, "map") && json_get(v, "blocks_cached"));
     CHECK(strstr(b.data, "\"blocks_used\":0"));
+    /* each count is its list's length */
+    const JsonValue *used = v ? json_get(v, "used") : NULL, *cached = v ? json_get(v, "cached") : NULL;
+    CHECK(used && cached && json_get(v, "legend"));
+    if (used && cached) {
+        CHECK_EQ_INT((int)used->n_items, (int)json_get(v, "blocks_used")->number);
+        CHECK_EQ_INT((int)cached->n_items, (int)json_get(v, "blocks_cached")->number);
+        CHECK(cached->n_items >= 3);
+    }
     json_free(v);
     b.len = 0;
     CHECK_EQ_INT(f.e->debug_json(f.e, "slots", &b), 0);
