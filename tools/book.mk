@@ -69,7 +69,8 @@ book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVER
 	@echo "book: $(BOOK_OUT)/index.html"
 
 # Every include of the book resolves and its link is current: checked by make test.
-$(BUILD)/tests/book: tests/book/test_book.c tests/harness.c $(BUILD)/tools/bookpp $(BUILD)/tools/book-figures
+$(BUILD)/tests/book: tests/book/test_book.c tests/harness.c $(BUILD)/tools/bookpp $(BUILD)/tools/book-figures \
+		| $(BUILD)/tools/exercises $(BUILD)/tools/chapter-diff
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ tests/book/test_book.c tests/harness.c
 EXTRA_TESTS += $(BUILD)/tests/book

@@ -317,8 +317,8 @@ TEST(manifest_parse_errors) {
     StrList p = check(dir, "II.3");
     CHECK_EQ_INT(p.n, 2);
     if (p.n == 2) {
-        CHECK_STR(p.items[0], "II.3: MANIFEST line 2: unknown directive 'modified' (expected previous, added, "
-                              "removed or changed)");
+        CHECK_STR(p.items[0], "II.3: MANIFEST line 2: unknown directive 'modified' (expected previous, stage, "
+                              "added, removed or changed)");
         CHECK_STR(p.items[1], "II.3: MANIFEST has no 'previous <chapter>|none' line");
     }
     strlist_free(&p);

@@ -5,6 +5,7 @@
  *   exercises [--chapters-dir D] [--tests-dir D] stub [--all] CHAPTER OUT
  *   exercises [--chapters-dir D] variant CHAPTER DIR ID OUT
  *   exercises [--chapters-dir D] restore CHAPTER DIR ID
+ *   exercises [--chapters-dir D] leaks CHAPTER PAGE...
  *
  * list     one line per exercise of the chapter, tab-separated: id, points,
  *          file, function, test substrings (blank-separated), title
@@ -16,6 +17,9 @@
  *          which every exercise but ID is the reference one: what exercise ID
  *          is graded with, so that it stands or falls on its own
  * restore  puts the reference version of exercise ID back into DIR
+ * leaks    the pages of CHAPTER (its code, diffs into it) that show the answer
+ *          of one of its marked functions (see leaks.h), one line each; exits
+ *          1 if any does (the students' edition of the book must not)
  *
  * Exits 0 on success, 1 on a problem (each printed on stderr), 2 on a usage
  * error. Defaults: --chapters-dir chapters, --tests-dir tests/chapters. */
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "leaks.h"
 #include "markers.h"
 #include "stub.h"
 
@@ -34,7 +39,8 @@ static const char *tests_dir = "tests/chapters";
 /* The usage on f; returns rc (0 for --help, 2 for a bad command line). */
 static int usage(FILE *f, int rc) {
     fprintf(f, "usage: exercises [--chapters-dir D] [--tests-dir D] list CHAPTER | check |\n"
-               "       stub [--all] CHAPTER OUT | variant CHAPTER DIR ID OUT | restore CHAPTER DIR ID\n"
+               "       stub [--all] CHAPTER OUT | variant CHAPTER DIR ID OUT | restore CHAPTER DIR ID |\n"
+               "       leaks CHAPTER PAGE...\n"
                "The exercise stubber behind `make chapter=X exercise` and `grade` (see book/instructors.md).\n");
     return rc;
 }
@@ -117,6 +123,14 @@ static int cmd_list(const char *chapter) {
     }
     exercises_free(&l);
     return report(&problems);
+}
+
+static int cmd_leaks(const char *chapter, char **pages, int n) {
+    StrList l = {0}, found = {0};
+    for (int i = 0; i < n; i++) strlist_push(&l, pages[i]);
+    leaks_check(chapters_dir, chapter, &l, &found);
+    strlist_free(&l);
+    return report(&found);
 }
 
 static int cmd_check(void) {
@@ -299,6 +313,7 @@ int main(int argc, char **argv) {
     char **a = argv + i;
     if (strcmp(cmd, "list") == 0 && n == 1) return cmd_list(a[0]);
     if (strcmp(cmd, "check") == 0 && n == 0) return cmd_check();
+    if (strcmp(cmd, "leaks") == 0 && n >= 2) return cmd_leaks(a[0], a + 1, n - 1);
     if (strcmp(cmd, "stub") == 0 && n == 3 && strcmp(a[0], "--all") == 0) return cmd_stub(a[1], a[2], true);
     if (strcmp(cmd, "stub") == 0 && n == 2) return cmd_stub(a[0], a[1], false);
     if (strcmp(cmd, "variant") == 0 && n == 4) return cmd_variant(a[0], a[1], a[2], a[3], false);
