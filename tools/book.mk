@@ -62,6 +62,16 @@ book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(BUILD)/to
 	@$(BUILD)/tools/book-figures --out $(BOOK_OUT)/figures --build $(BUILD) --model $(DEFAULT_MODEL) \
 	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON) --ab $(BENCH_AB_JSON)
 
+# The first build says what it does and how long it takes (nothing is shown
+# for minutes otherwise).
+ifneq ($(filter book book-check,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(BOOK_OUT)/index.html),)
+$(info book: a first build of $(BOOK_OUT): installs pandoc and gnuplot if missing, builds the programs,)
+$(info book: measures the figures on the default model and runs the coverage of every chapter with)
+$(info book: exercises (BOOK_COVERAGE=0 skips it): about 10 minutes on 2 cores; later builds reuse it all)
+endif
+endif
+
 # The sample grade (tools/book/grade-sample.sh) needs the grader, common/ and the test models.
 book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVERAGE)),book-coverage) \
 		$(BUILD)/tools/exercises $(BUILD)/tools/chapter-diff $(COMMON_LIB) $(TEST_MODELS)
