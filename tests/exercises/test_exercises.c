@@ -354,3 +354,103 @@ TEST(exercises_grade_never_cleans_a_directory_it_did_not_make) {
     CHECK_MSG(chapfs_is_file(keep), "the grader removed %s", keep);
     free(keep);
 }
+
+/* One line of tests/exercises/mutants.tsv. */
+typedef struct {
+    char *chapter, *id, *what, *from, *to;
+} Mutant;
+
+static int read_mutants(Mutant **out) {
+    char *text = chapfs_read("tests/exercises/mutants.tsv", NULL);
+    CHECK_MSG(text != NULL, "cannot read tests/exercises/mutants.tsv");
+    int n = 0;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') continue;
+        char *f[5] = {0}, *p = line;
+        int k = 0;
+        for (; k < 5 && p; k++) {
+            f[k] = p;
+            p = strchr(p, '\t');
+            if (p) *p++ = 0;
+        }
+        CHECK_MSG(k == 5 && !p, "mutants.tsv: not 5 tab-separated fields: %s", line);
+        if (k != 5 || p) continue;
+        *out = chapfs_xrealloc(*out, sizeof(Mutant) * (size_t)(n + 1));
+        (*out)[n++] = (Mutant){chapfs_strdup(f[0]), chapfs_strdup(f[1]), chapfs_strdup(f[2]), chapfs_strdup(f[3]),
+                               chapfs_strdup(f[4])};
+    }
+    free(text);
+    return n;
+}
+
+/* Applies the mutants of one set to a copy of the chapter, grades it, and
+ * checks that every mutated exercise fails while the others pass. */
+static void grade_mutant_set(const char *chapter, Mutant **set, int n, int k) {
+    char name[64], gname[64];
+    snprintf(name, sizeof name, "mutants-%s-%d", chapter, k);
+    snprintf(gname, sizeof gname, "grade-mutants-%s-%d", chapter, k);
+    const char *dir = test_tmp_path(name);
+    int code;
+    char *out = run(&code, "rm -rf '%s' && cp -R chapters/%s '%s'", dir, chapter, dir);
+    free(out);
+    for (int i = 0; i < n; i++) {
+        char *cmd = chapfs_printf("'%s' mutate %s '%s' %s '%s' '%s'", tool(), chapter, dir, set[i]->id, set[i]->from,
+                                  set[i]->to);
+        out = run(&code, "%s", cmd);
+        CHECK_MSG(code == 0, "mutant '%s' of %s no longer applies: %s", set[i]->what, set[i]->id, out);
+        free(out);
+        free(cmd);
+    }
+    out = run(&code, "BUILD='%s' GRADE_OUT='%s' tools/exercises/grade.sh %s '%s'", test_build_dir(),
+              test_tmp_path(gname), chapter, dir);
+    for (int i = 0; i < n; i++) {
+        char *failed = chapfs_printf("\nFAIL  %s ", set[i]->id);
+        CHECK_MSG(strstr(out, failed) != NULL, "%s: the wrong answer '%s' to exercise %s did not lose its points:\n%s",
+                  chapter, set[i]->what, set[i]->id, out);
+        free(failed);
+    }
+    free(out);
+}
+
+/* Every exercise has plausible wrong answers kept in tests/exercises/mutants.tsv
+ * (an off-by-one, a missing release, a wrong order, a forgotten copy), and the
+ * grader takes the points of each. The k-th mutant of every exercise of a
+ * chapter go into one copy, graded at once: each exercise is graded with the
+ * reference of the others, so the mutants never meet. */
+TEST(exercises_every_mutant_loses_its_points) {
+    Mutant *m = NULL;
+    int n = read_mutants(&m);
+    StrList ch = chapters();
+    for (int c = 0; c < ch.n; c++) {
+        ExerciseList l = exercises_of(ch.items[c]);
+        for (int i = 0; i < l.n; i++) {
+            int count = 0;
+            for (int j = 0; j < n; j++) count += strcmp(m[j].chapter, ch.items[c]) == 0 && strcmp(m[j].id, l.items[i].id) == 0;
+            CHECK_MSG(count >= 1, "%s: exercise %s has no wrong answer in tests/exercises/mutants.tsv", ch.items[c],
+                      l.items[i].id);
+        }
+        for (int k = 0;; k++) { /* set k: the k-th mutant of each exercise */
+            Mutant **set = chapfs_xmalloc(sizeof(Mutant *) * (size_t)(l.n + 1));
+            int in_set = 0;
+            for (int i = 0; i < l.n; i++) {
+                int seen = 0;
+                for (int j = 0; j < n; j++)
+                    if (strcmp(m[j].chapter, ch.items[c]) == 0 && strcmp(m[j].id, l.items[i].id) == 0 && seen++ == k)
+                        set[in_set++] = &m[j];
+            }
+            if (in_set) grade_mutant_set(ch.items[c], set, in_set, k);
+            free(set);
+            if (!in_set) break;
+        }
+        exercises_free(&l);
+    }
+    for (int j = 0; j < n; j++) {
+        free(m[j].chapter);
+        free(m[j].id);
+        free(m[j].what);
+        free(m[j].from);
+        free(m[j].to);
+    }
+    free(m);
+    strlist_free(&ch);
+}
