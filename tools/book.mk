@@ -1,13 +1,14 @@
 # The book (included by the Makefile). See book/README.md.
 #> make book [STUDENT=1] [BOOK_COVERAGE=0]     the book as a website in build/book/ (start at index.html):
 #>                                             every page with its code pulled in, a sidebar in the order of
-#>                                             book/README.md's table, each chapter's exercises and its diff,
+#>                                             book/README.md's table, each chapter's exercises, each stage's diff,
 #>                                             figures measured now (from build/bench/bench.json when make
 #>                                             bench wrote it) and drawn by gnuplot; pandoc and gnuplot are
 #>                                             installed from Debian as root if missing; the tables of
 #>                                             exercises, code lines, coverage and a sample grade are computed
 #>                                             (BOOK_COVERAGE=0 skips the coverage runs); STUDENT=1: the
-#>                                             students' edition in build/book-student/, exercises as stubs
+#>                                             students' edition in build/book-student/, exercises as stubs in
+#>                                             the text and every diff; fails if a page shows an answer
 #> make book-check                             loads every page of build/book in headless Chromium (installed
 #>                                             from Debian, puppeteer-core from npm): fails on a missing image,
 #>                                             a broken internal link, an empty section, a console error or a

@@ -68,22 +68,8 @@ const Stage *stages_find(const StageList *l, const char *id) {
     return NULL;
 }
 
-/* mkdir -p for the directory part of path. */
-static bool make_parents(const char *path) {
-    char *p = chapfs_strdup(path);
-    bool ok = true;
-    for (char *s = p + 1; *s && ok; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        ok = mkdir(p, 0777) == 0 || errno == EEXIST;
-        *s = '/';
-    }
-    free(p);
-    return ok;
-}
-
 static bool write_text(const char *path, const char *text, size_t len) {
-    FILE *f = make_parents(path) ? fopen(path, "wb") : NULL;
+    FILE *f = chapfs_make_parents(path) ? fopen(path, "wb") : NULL;
     bool ok = f && fwrite(text, 1, len, f) == len;
     if (f && fclose(f) != 0) ok = false;
     return ok;

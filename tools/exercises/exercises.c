@@ -28,7 +28,6 @@
  *
  * Exits 0 on success, 1 on a problem (each printed on stderr), 2 on a usage
  * error. Defaults: --chapters-dir chapters, --tests-dir tests/chapters. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,22 +56,8 @@ static int report(StrList *problems) {
     return rc;
 }
 
-/* mkdir -p for the directory part of path. */
-static bool make_parents(const char *path) {
-    char *p = chapfs_strdup(path);
-    bool ok = true;
-    for (char *s = p + 1; *s && ok; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        ok = mkdir(p, 0777) == 0 || errno == EEXIST;
-        *s = '/';
-    }
-    free(p);
-    return ok;
-}
-
 static bool write_file(const char *path, const char *text, StrList *problems) {
-    FILE *f = make_parents(path) ? fopen(path, "wb") : NULL;
+    FILE *f = chapfs_make_parents(path) ? fopen(path, "wb") : NULL;
     bool ok = f && fwrite(text, 1, strlen(text), f) == strlen(text);
     if (f && fclose(f) != 0) ok = false;
     if (!ok) strlist_pushf(problems, "%s: cannot write", path);
