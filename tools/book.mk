@@ -1,13 +1,14 @@
 # The book (included by the Makefile). See book/README.md.
 #> make book [STUDENT=1] [BOOK_COVERAGE=0]     the book as a website in build/book/ (start at index.html):
 #>                                             every page with its code pulled in, a sidebar in the order of
-#>                                             book/README.md's table, each chapter's exercises and its diff,
+#>                                             book/README.md's table, each chapter's exercises, each stage's diff,
 #>                                             figures measured now (from build/bench/bench.json when make
 #>                                             bench wrote it) and drawn by gnuplot; pandoc and gnuplot are
 #>                                             installed from Debian as root if missing; the tables of
 #>                                             exercises, code lines, coverage and a sample grade are computed
 #>                                             (BOOK_COVERAGE=0 skips the coverage runs); STUDENT=1: the
-#>                                             students' edition in build/book-student/, exercises as stubs
+#>                                             students' edition in build/book-student/, exercises as stubs in
+#>                                             the text and every diff; fails if a page shows an answer
 #> make book-check                             loads every page of build/book in headless Chromium (installed
 #>                                             from Debian, puppeteer-core from npm): fails on a missing image,
 #>                                             a broken internal link, an empty section, a console error or a
@@ -62,6 +63,16 @@ book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(BUILD)/to
 	@$(BUILD)/tools/book-figures --out $(BOOK_OUT)/figures --build $(BUILD) --model $(DEFAULT_MODEL) \
 	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON) --ab $(BENCH_AB_JSON)
 
+# The first build says what it does and how long it takes (nothing is shown
+# for minutes otherwise).
+ifneq ($(filter book book-check,$(MAKECMDGOALS)),)
+ifeq ($(wildcard $(BOOK_OUT)/index.html),)
+$(info book: a first build of $(BOOK_OUT): installs pandoc and gnuplot if missing, builds the programs,)
+$(info book: measures the figures on the default model and runs the coverage of every chapter with)
+$(info book: exercises (BOOK_COVERAGE=0 skips it): about 10 minutes on 2 cores; later builds reuse it all)
+endif
+endif
+
 # The sample grade (tools/book/grade-sample.sh) needs the grader, common/ and the test models.
 book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVERAGE)),book-coverage) \
 		$(BUILD)/tools/exercises $(BUILD)/tools/chapter-diff $(COMMON_LIB) $(TEST_MODELS)
@@ -69,7 +80,8 @@ book: $(BUILD)/tools/bookpp book-setup book-figures $(if $(filter 1,$(BOOK_COVER
 	@echo "book: $(BOOK_OUT)/index.html"
 
 # Every include of the book resolves and its link is current: checked by make test.
-$(BUILD)/tests/book: tests/book/test_book.c tests/harness.c $(BUILD)/tools/bookpp $(BUILD)/tools/book-figures
+$(BUILD)/tests/book: tests/book/test_book.c tests/harness.c $(BUILD)/tools/bookpp $(BUILD)/tools/book-figures \
+		| $(BUILD)/tools/exercises $(BUILD)/tools/chapter-diff
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ tests/book/test_book.c tests/harness.c
 EXTRA_TESTS += $(BUILD)/tests/book

@@ -11,7 +11,8 @@
 #> make exercises-check                        every chapter's EXERCISE markers are well-formed and agree
 
 EXERCISES_TOOL := $(BUILD)/tools/exercises
-EXERCISES_LIB_SRC := tools/exercises/markers.c tools/exercises/stub.c tools/chapters/cfuncs.c tools/chapters/chapfs.c
+EXERCISES_LIB_SRC := tools/exercises/markers.c tools/exercises/stub.c tools/exercises/leaks.c tools/chapters/cfuncs.c \
+	tools/chapters/chapfs.c
 EXERCISES_HDR := $(wildcard tools/exercises/*.h) tools/chapters/cfuncs.h tools/chapters/chapfs.h
 EXERCISE_DIR ?= exercises/$(chapter)
 EXERCISE     ?=

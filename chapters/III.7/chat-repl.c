@@ -231,11 +231,14 @@ static const SamplerParams *current_sampling(const Repl *r) {
     return r->conv.enable_thinking ? &r->opt.thinking : &r->opt.plain;
 }
 
+/* "" or "s": "1 token", "2 tokens". */
+static const char *plural(long n) { return n == 1 ? "" : "s"; }
+
 static void print_turn(const TurnStats *st, int turn) {
-    printf("\n[turn %d | prompt: %d tokens prefilled, %d cached | reply: %d tokens, first after %.1f ms, %.1f tok/s"
-           " | answer re-fed: %d tokens, %d rolled back | %s]\n",
-           turn, st->prompt.fed, st->prompt.kept, st->generated, st->ttft_ms, st->decode_tps, st->answer.fed,
-           st->answer.rolled_back, st->stop);
+    printf("\n[turn %d | prompt: %d token%s prefilled, %d cached | reply: %d token%s, first after %.1f ms, %.1f tok/s"
+           " | answer re-fed: %d token%s, %d rolled back | %s]\n",
+           turn, st->prompt.fed, plural(st->prompt.fed), st->prompt.kept, st->generated, plural(st->generated),
+           st->ttft_ms, st->decode_tps, st->answer.fed, plural(st->answer.fed), st->answer.rolled_back, st->stop);
 }
 
 static void run_turn(Repl *r, const char *line) {
@@ -270,7 +273,7 @@ static void print_stats(const Repl *r) {
     printf("cache               %d tokens of %d\n", r->conv.seq.n_tokens, r->ctx);
     printf("prefilled           %ld prompt tokens, %ld answer tokens re-fed (%ld rolled back)\n", r->prompt_fed,
            r->answer_fed, r->rolled_back);
-    printf("generated           %ld tokens\n", r->generated);
+    printf("generated           %ld token%s\n", r->generated, plural(r->generated));
     if (r->pool) {
         int used, total;
         kv_pool_stats(r->pool, &used, &total);
@@ -299,7 +302,8 @@ static bool run_command(Repl *r, const char *line) {
     if (strcmp(line, "/reset") == 0) {
         SyncStats st;
         if (conv_reset(&r->conv, &st, err) != 0) fprintf(stderr, "chat-repl: %s\n", err);
-        printf("[conversation reset: %d tokens rolled back, %d kept]\n", st.rolled_back, st.kept);
+        printf("[conversation reset: %d token%s rolled back, %d kept]\n", st.rolled_back, plural(st.rolled_back),
+               st.kept);
     } else if (strcmp(line, "/verify") == 0) {
         /* a basic cache: no blocks taken from the pool, and the check also crosses cache kinds */
         KvCache *kv = kv_cache_create("basic", &r->model.cfg, NULL, err);
@@ -384,7 +388,7 @@ static int repl_open(Repl *r, char *err) {
     SyncStats st;   /* the system prompt, prefilled once */
     if (conv_sync_history(&r->conv, &st, err) != 0) return -1;
     r->prompt_fed += st.fed;
-    if (st.fed) fprintf(stderr, "chat-repl: system prompt: %d tokens prefilled\n", st.fed);
+    if (st.fed) fprintf(stderr, "chat-repl: system prompt: %d token%s prefilled\n", st.fed, plural(st.fed));
     return 0;
 }
 

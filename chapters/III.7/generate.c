@@ -60,6 +60,30 @@ static bool open_sequence(Session *s, const KvFlags *f, KvPool **pool, Sequence 
     return true;
 }
 
+/* --fork-at: a fork of the sequence holds its blocks by reference (each
+ * shared one traced xN); one step on the fork writes into the last block,
+ * which it shares, so the fork gets a copy of it first (copy-on-write). The
+ * fork then gives its blocks back; the sequence goes on as if it never was. */
+static void trace_fork(const Sequence *seq, const KvPool *pool, Buf *b) {
+    char err[ERR_MAX];
+    Sequence fork;
+    if (seq_fork(&fork, seq, seq->n_tokens, err) != 0) {
+        buf_printf(b, "kv fork: %s\n", err);
+        return;
+    }
+    buf_printf(b, "kv fork of its %d tokens: ", seq->n_tokens);
+    kv_pool_trace(pool, kv_paged_table(fork.kv), b);
+    float prob;
+    int32_t next = argmax(fork.logits, seq->model->cfg.vocab_size, &prob);
+    if (seq_extend(&fork, &next, 1, err) == 0) {
+        buf_printf(b, "kv fork after one step of its own: ");
+        kv_pool_trace(pool, kv_paged_table(fork.kv), b);
+    } else {
+        buf_printf(b, "kv fork: %s\n", err);
+    }
+    seq_free(&fork);
+}
+
 /* --kv-trace: the sequence's block table and the pool's occupancy after a
  * step, on a line of its own between the streamed tokens. */
 static void trace_step(const Session *s, const Sequence *seq, const KvPool *pool, int step) {
@@ -68,6 +92,7 @@ static void trace_step(const Session *s, const Sequence *seq, const KvPool *pool
     const KvBlockTable *t = kv_paged_table(seq->kv);
     if (t) kv_pool_trace(pool, t, &b);
     else buf_printf(&b, "%d tokens in one array per layer (basic)\n", seq->kv->seq_len(seq->kv));
+    if (step == session_kv_flags(s).fork_at) trace_fork(seq, pool, &b);
     fflush(stdout); /* the text so far comes first */
     fputs(b.data, stderr);
     buf_free(&b);

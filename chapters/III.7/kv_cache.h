@@ -78,6 +78,7 @@ typedef struct {
     int n_blocks;     /* --kv-blocks N (0: from --kv-mem or the context) */
     int mem_mib;      /* --kv-mem MiB (0: from --kv-blocks or the context) */
     bool trace;       /* --kv-trace: each step's block table and pool occupancy */
+    int fork_at;      /* model-generate's --fork-at N (its own flag): with the trace, a fork after step N (0: none) */
 } KvFlags;
 
 #define KV_DEFAULT_BLOCK_SIZE 16

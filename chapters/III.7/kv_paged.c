@@ -101,8 +101,11 @@ static void copy_on_write(PagedKvCache *pc, int i) {
 /* Makes positions len..len+n_more-1 writable: new blocks when the last one is
  * full, and a private copy of a shared block they fall in. When too few
  * blocks are free, the pool's reclaimer (the prefix cache) is asked for the
- * rest first. All or nothing. */
-/* EXERCISE paged-reserve "Reserve room: new blocks, copies of shared ones, reclaimed ones" 3 points; tests: III7_reserve_reclaims III7_prefix_hit */
+ * rest first. All or nothing.
+ * Without room it returns -1 and says, in err, exactly: "out of KV blocks: N
+ * more position(s) need(s) B block(s), F of T are free (block size S)" (the
+ * singular for 1: "1 more position needs 1 block"; B counts the copies too). */
+/* EXERCISE paged-reserve "Reserve room: new blocks, copies of shared ones, reclaimed ones" 3 points; tests: III7_reserve_reclaims III7_reserve_counts III7_prefix_hit */
 static int paged_reserve(KvCache *kv, int n_more, char *err) {
     PagedKvCache *pc = as_paged(kv);
     KvPool *p = pc->pool;

@@ -104,6 +104,48 @@ TEST(book_students_edition_shows_exercises_as_stubs) {
     free(students);
 }
 
+/* The views of the code a build of the book shows (each stage's diff, page
+ * and fragment, each chapter's whole diff, the text of every page that pulls
+ * code) in dir, drawn for the students' edition (stubbed chapters, bookpp
+ * --student) or the readers'; then tools/book/no-answers.sh on them. Returns
+ * its exit code, its report in *out. */
+static int answers_shown(const char *dir, bool students, char **out) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "set -e; B=%s; T=%s; CH=\"$(ls chapters)\"; rm -rf $T; mkdir -p $T/diff; src=chapters; %s\n"
+             "$B/tools/chapter-diff --stages | while IFS='\t' read -r c s rest; do\n"
+             "  $B/tools/chapter-diff --chapters-dir $src --no-check --html $T/diff --stage $s >/dev/null\n"
+             "  $B/tools/chapter-diff --chapters-dir $src --no-check --html $T/diff --fragment --stage $s >/dev/null\n"
+             "  $B/tools/chapter-diff --chapters-dir $src --no-check --html $T/diff $c >/dev/null; done\n"
+             "for f in $(grep -l '^\\[`' README.md book/*.md); do n=$(basename $f .md); [ $f = README.md ] && n=project\n"
+             "  [ $n = introduction ] && n=index; $B/tools/bookpp %s --md ../.. $f >$T/$n.md; done\n"
+             "BUILD=$B OUT=$T CHAPTERS=\"$CH\" tools/book/no-answers.sh md",
+             test_build_dir(), dir,
+             students ? "src=$T/chapters; BUILD=$B CHAPTERS=\"$CH\" tools/book/student-chapters.sh $src;" : "",
+             students ? "--student" : "");
+    return run(cmd, out);
+}
+
+/* The students' edition shows no answer: no page of a chapter (its code, a
+ * diff into it or into one of its stages) holds three lines in a row of one
+ * of its marked functions' bodies. The same check on the readers' edition
+ * finds the answers of every chapter that has exercises, so it can fail. */
+TEST(book_students_edition_shows_no_answer) {
+    char *out;
+    int rc = answers_shown(test_tmp_path("students"), true, &out);
+    CHECK_MSG(rc == 0, "the students' edition shows answers (exit %d):\n%s", rc, out);
+    free(out);
+    rc = answers_shown(test_tmp_path("readers"), false, &out);
+    CHECK_MSG(rc == 1, "the check on the readers' edition exited %d:\n%s", rc, out);
+    const char *chapters[] = {"II.1", "II.2", "III.4", "III.7"};
+    for (int i = 0; i < 4; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "(%s/", chapters[i]);
+        CHECK_MSG(strstr(out, want) != NULL, "no answer of %s found in the readers' edition:\n%s", chapters[i], out);
+    }
+    free(out);
+}
+
 /* The relative path from dir (the scratch directory, under any build tree:
  * build/tmp/test-PID, build/san-address/tmp/test-PID) up to the top of the
  * repository, the current directory: "../" once per level. */

@@ -68,17 +68,30 @@ typedef struct {
     int prefilled, cached, generated, refed, rolled_back;
 } TurnLine;
 
+/* Whether the count n written before `after` in s says "token" for 1 and "tokens" otherwise. */
+static bool plural_right(const char *s, int n, const char *after) {
+    const char *end = strstr(s, after), *word = strstr(s, " token");
+    if (!end || !word || word > end) return false;
+    return (word[6] == 's') == (n != 1);
+}
+
 /* The per-turn lines "[turn K | prompt: N tokens prefilled, M cached | reply: G tokens, ... |
  * answer re-fed: A tokens, R rolled back | ...]", in order. */
 static int parse_turns(const char *out, TurnLine *t, int max) {
     int n = 0;
     for (const char *p = strstr(out, "[turn "); p && n < max; p = strstr(p + 1, "[turn ")) {
         int k;
+        /* "1 token", "2 tokens": the plural matches the count */
         const char *reply = strstr(p, "| reply: "), *answer = strstr(p, "| answer re-fed: ");
-        if (sscanf(p, "[turn %d | prompt: %d tokens prefilled, %d cached", &k, &t[n].prefilled, &t[n].cached) != 3 ||
-            !reply || sscanf(reply, "| reply: %d tokens", &t[n].generated) != 1 || !answer ||
-            sscanf(answer, "| answer re-fed: %d tokens, %d rolled back", &t[n].refed, &t[n].rolled_back) != 2 ||
-            k != n + 1) {
+        const char *cached = strstr(p, " prefilled, ");
+        const char *rolled = answer ? strchr(answer, ',') : NULL;
+        if (sscanf(p, "[turn %d | prompt: %d token", &k, &t[n].prefilled) != 2 || !cached ||
+            sscanf(cached, " prefilled, %d cached", &t[n].cached) != 1 || !reply ||
+            sscanf(reply, "| reply: %d token", &t[n].generated) != 1 || !answer ||
+            sscanf(answer, "| answer re-fed: %d token", &t[n].refed) != 1 || !rolled ||
+            sscanf(rolled, ", %d rolled back", &t[n].rolled_back) != 1 || k != n + 1 ||
+            !plural_right(p, t[n].prefilled, " prefilled") || !plural_right(reply, t[n].generated, ", first") ||
+            !plural_right(answer, t[n].refed, ", ")) {
             test_fail(__FILE__, __LINE__, "cannot read the turn line: %.160s", p);
             return n;
         }

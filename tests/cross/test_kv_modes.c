@@ -103,6 +103,16 @@ TEST(kv_modes_paged_flags_trace_and_errors) {
     CHECK_MSG(out && strstr(out, "kv step 3: 9 tokens in 3 blocks [0:4 1:4 2:1] | pool 3 of 512 blocks used"), "%s",
               out);
     free(out);
+    /* --fork-at: the fork shares both blocks (x2), then copies the partly filled one it writes into. */
+    snprintf(args, sizeof args, "--fork-at 1 --kv-block-size 4 --backend scalar '%s' 'Once upon a time' 4", model);
+    CHECK_EQ_INT(run_chapter(chapter, args, &out), 0);
+    CHECK_MSG(out && strstr(out, "kv fork of its 7 tokens: 7 tokens in 2 blocks [0:4x2 1:3x2] | pool 2 of 512 blocks "
+                                 "used, 510 free") &&
+                  strstr(out, "kv fork after one step of its own: 8 tokens in 2 blocks [0:4x2 2:4] | pool 3 of 512 "
+                              "blocks used, 509 free") &&
+                  strstr(out, "kv step 2: 8 tokens in 2 blocks [0:4 1:4] | pool 2 of 512 blocks used"),
+              "%s", out);
+    free(out);
     struct {
         const char *flags, *want;
     } bad[] = {
@@ -110,6 +120,7 @@ TEST(kv_modes_paged_flags_trace_and_errors) {
         {"--kv-block-size 0", "--kv-block-size needs an integer from 1 to 4096, got '0'"},
         {"--kv-blocks 2 --kv-mem 8", "give --kv-blocks or --kv-mem, not both"},
         {"--kv-mem", "option --kv-mem needs a value"},
+        {"--fork-at 0", "--fork-at needs a step from 1 to 1073741824, got '0'"},
         {"--kv sideways", "unknown KV cache kind 'sideways' for --kv (kinds: paged, basic, none)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -354,3 +354,137 @@ TEST(exercises_grade_never_cleans_a_directory_it_did_not_make) {
     CHECK_MSG(chapfs_is_file(keep), "the grader removed %s", keep);
     free(keep);
 }
+
+/* One line of tests/exercises/mutants.tsv. */
+typedef struct {
+    char *chapter, *id, *what, *from, *to;
+} Mutant;
+
+static int read_mutants(Mutant **out) {
+    char *text = chapfs_read("tests/exercises/mutants.tsv", NULL);
+    CHECK_MSG(text != NULL, "cannot read tests/exercises/mutants.tsv");
+    int n = 0;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') continue;
+        char *f[5] = {0}, *p = line;
+        int k = 0;
+        for (; k < 5 && p; k++) {
+            f[k] = p;
+            p = strchr(p, '\t');
+            if (p) *p++ = 0;
+        }
+        CHECK_MSG(k == 5 && !p, "mutants.tsv: not 5 tab-separated fields: %s", line);
+        if (k != 5 || p) continue;
+        *out = chapfs_xrealloc(*out, sizeof(Mutant) * (size_t)(n + 1));
+        (*out)[n++] = (Mutant){chapfs_strdup(f[0]), chapfs_strdup(f[1]), chapfs_strdup(f[2]), chapfs_strdup(f[3]),
+                               chapfs_strdup(f[4])};
+    }
+    free(text);
+    return n;
+}
+
+/* The copy of chapter for mutant set k, with the set's mutants applied; returns its path. */
+static const char *mutant_copy(const char *chapter, Mutant **set, int n, int k) {
+    char name[64];
+    snprintf(name, sizeof name, "mutants-%s-%d", chapter, k);
+    const char *dir = test_tmp_path(name);
+    int code;
+    char *out = run(&code, "rm -rf '%s' && cp -R chapters/%s '%s'", dir, chapter, dir);
+    free(out);
+    for (int i = 0; i < n; i++) {
+        out = run(&code, "'%s' mutate %s '%s' %s '%s' '%s'", tool(), chapter, dir, set[i]->id, set[i]->from,
+                  set[i]->to);
+        CHECK_MSG(code == 0, "mutant '%s' of %s no longer applies: %s", set[i]->what, set[i]->id, out);
+        free(out);
+    }
+    return dir;
+}
+
+/* Grades the copies of sets 0..n_sets-1 of chapter, two at a time (the grader's
+ * object cache is safe to share), into their grade-mutants-CHAPTER-K.log. A
+ * wrong answer that hangs is cut at GRADE_TIMEOUT, 10 s: a FAIL like any other. */
+static void grade_mutant_sets(const char *chapter, int n_sets) {
+    char *cmd = chapfs_strdup("");
+    for (int k = 0; k < n_sets; k++) {
+        char copy[64], out[64], log[64];
+        snprintf(copy, sizeof copy, "mutants-%s-%d", chapter, k);
+        snprintf(out, sizeof out, "grade-mutants-%s-%d", chapter, k);
+        snprintf(log, sizeof log, "grade-mutants-%s-%d.log", chapter, k);
+        char *next = chapfs_printf("%s (BUILD='%s' GRADE_OUT='%s' GRADE_TIMEOUT=10 tools/exercises/grade.sh %s '%s' "
+                                   ">'%s' 2>&1 || true) & %s", cmd, test_build_dir(), test_tmp_path(out), chapter,
+                                   test_tmp_path(copy), test_tmp_path(log), k % 2 ? "wait;" : "");
+        free(cmd);
+        cmd = next;
+    }
+    int code;
+    char *out = run(&code, "%s wait", cmd);
+    free(out);
+    free(cmd);
+}
+
+/* Every mutated exercise of set k lost its points. */
+static void check_mutant_set(const char *chapter, Mutant **set, int n, int k) {
+    char log[64];
+    snprintf(log, sizeof log, "grade-mutants-%s-%d.log", chapter, k);
+    char *out = chapfs_read(test_tmp_path(log), NULL);
+    for (int i = 0; i < n; i++) {
+        char *failed = chapfs_printf("\nFAIL  %s ", set[i]->id);
+        CHECK_MSG(out && strstr(out, failed), "%s: the wrong answer '%s' to exercise %s did not lose its points:\n%s",
+                  chapter, set[i]->what, set[i]->id, out ? out : "(no grade)");
+        free(failed);
+    }
+    free(out);
+}
+
+/* Every exercise has plausible wrong answers kept in tests/exercises/mutants.tsv
+ * (an off-by-one, a missing release, a wrong order, a forgotten copy), and the
+ * grader takes the points of each. The k-th mutant of every exercise of a
+ * chapter go into one copy, graded at once: each exercise is graded with the
+ * reference of the others, so the mutants never meet. The copies are graded
+ * two at a time. */
+TEST(exercises_every_mutant_loses_its_points) {
+    Mutant *m = NULL;
+    int n = read_mutants(&m);
+    StrList ch = chapters();
+    for (int c = 0; c < ch.n; c++) {
+        ExerciseList l = exercises_of(ch.items[c]);
+        for (int i = 0; i < l.n; i++) {
+            int count = 0;
+            for (int j = 0; j < n; j++) count += strcmp(m[j].chapter, ch.items[c]) == 0 && strcmp(m[j].id, l.items[i].id) == 0;
+            CHECK_MSG(count >= 1, "%s: exercise %s has no wrong answer in tests/exercises/mutants.tsv", ch.items[c],
+                      l.items[i].id);
+        }
+        enum { MAX_SETS = 8 };
+        Mutant **sets[MAX_SETS];
+        int in_set[MAX_SETS], n_sets = 0;
+        for (int k = 0; k < MAX_SETS; k++) { /* set k: the k-th mutant of each exercise */
+            sets[k] = chapfs_xmalloc(sizeof(Mutant *) * (size_t)(l.n + 1));
+            in_set[k] = 0;
+            for (int i = 0; i < l.n; i++) {
+                int seen = 0;
+                for (int j = 0; j < n; j++)
+                    if (strcmp(m[j].chapter, ch.items[c]) == 0 && strcmp(m[j].id, l.items[i].id) == 0 && seen++ == k)
+                        sets[k][in_set[k]++] = &m[j];
+            }
+            if (in_set[k]) {
+                mutant_copy(ch.items[c], sets[k], in_set[k], k);
+                n_sets = k + 1;
+            }
+        }
+        grade_mutant_sets(ch.items[c], n_sets);
+        for (int k = 0; k < MAX_SETS; k++) {
+            if (k < n_sets) check_mutant_set(ch.items[c], sets[k], in_set[k], k);
+            free(sets[k]);
+        }
+        exercises_free(&l);
+    }
+    for (int j = 0; j < n; j++) {
+        free(m[j].chapter);
+        free(m[j].id);
+        free(m[j].what);
+        free(m[j].from);
+        free(m[j].to);
+    }
+    free(m);
+    strlist_free(&ch);
+}

@@ -40,7 +40,7 @@ static void check_well_formed(const char *html) {
 TEST(htmldiff_fragment_folds_each_file) {
     char err[512] = "";
     const char *out = test_tmp_path("II.1..II.2.part.html");
-    CHECK_MSG(htmldiff_write_as("chapters", "II.1", "II.2", out, true, err, sizeof err) == 0, "%s", err);
+    CHECK_MSG(htmldiff_write_as("chapters", "II.1", "II.2", out, true, true, err, sizeof err) == 0, "%s", err);
     char *html = chapfs_read(out, NULL), *full = page("chapters", "II.1", "II.2", "full.html");
     if (!html || !full) return;
     CHECK(strncmp(html, "<div class=\"chapdiff\">", 22) == 0 && !strstr(html, "<body") && !strstr(html, "<h2"));

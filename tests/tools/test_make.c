@@ -159,9 +159,12 @@ TEST(make_package_installs_check_root_first) {
     rc = fx_capture("tools/apt-install.sh test coreutils", &out);
     CHECK_MSG(rc == 0 && !*out, "an installed package: exit %d, '%s'", rc, out);
     free(out);
-    /* Not root: as root, run it as nobody (setpriv). */
-    rc = fx_capture(geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups "
-                                     "tools/apt-install.sh book no-such-package-xyz"
+    /* Not root: as root, run it as nobody (setpriv), from a copy nobody can
+     * read wherever the checkout lives (a clone in a 0700 directory, say). */
+    rc = fx_capture(geteuid() == 0 ? "d=$(mktemp -d /tmp/apt-install-XXXXXX) && chmod 755 $d && "
+                                     "cp tools/apt-install.sh $d/ && chmod 755 $d/apt-install.sh && "
+                                     "setpriv --reuid=65534 --regid=65534 --clear-groups "
+                                     "$d/apt-install.sh book no-such-package-xyz; rc=$?; rm -rf $d; exit $rc"
                                    : "tools/apt-install.sh book no-such-package-xyz",
                     &out);
     CHECK_MSG(rc == 1 && strstr(out, "make book: needs the Debian package(s) no-such-package-xyz; as root run: "

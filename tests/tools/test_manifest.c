@@ -10,6 +10,7 @@
 #include "fixture.h"
 #include "harness.h"
 #include "manifest.h"
+#include "stages.h"
 
 static const char *const BOTH[] = {"II.1", "II.2", NULL};
 
@@ -317,8 +318,8 @@ TEST(manifest_parse_errors) {
     StrList p = check(dir, "II.3");
     CHECK_EQ_INT(p.n, 2);
     if (p.n == 2) {
-        CHECK_STR(p.items[0], "II.3: MANIFEST line 2: unknown directive 'modified' (expected previous, added, "
-                              "removed or changed)");
+        CHECK_STR(p.items[0], "II.3: MANIFEST line 2: unknown directive 'modified' (expected previous, stage, "
+                              "added, removed or changed)");
         CHECK_STR(p.items[1], "II.3: MANIFEST has no 'previous <chapter>|none' line");
     }
     strlist_free(&p);
@@ -340,4 +341,47 @@ TEST(manifest_parse_errors) {
 TEST(manifest_unknown_chapter) {
     StrList p = check("chapters", "II.9");
     expect_one(&p, "II.9: no such chapter in chapters (chapters: II.1 II.2*)");
+}
+
+/* A MANIFEST with stages declares every change under one; a stage id is declared once. */
+TEST(manifest_stages_cover_every_change) {
+    char *dir = three_chapters("stages");
+    fx_write(dir, "II.3/extra.h", "/* new */\n");
+    char *text = chapfs_printf("previous II.2\nstage II.3 a lesson\nadded extra.h\n");
+    fx_write(dir, "II.3/MANIFEST", text);
+    StrList p = check(dir, "II.3");
+    expect_none(&p);
+    free(text);
+    text = chapfs_printf("previous II.2\nadded extra.h\nstage II.3 a lesson\n");
+    fx_write(dir, "II.3/MANIFEST", text);
+    p = check(dir, "II.3");
+    expect_one(&p, "II.3: MANIFEST line 2 declares a change under no stage: put a 'stage <id> <title>' line above it*");
+    free(text);
+    fx_write(dir, "II.3/MANIFEST", "previous II.2\nstage II.3 one\nadded extra.h\nstage II.3 two\n");
+    p = check(dir, "II.3");
+    expect_one(&p, "II.3: MANIFEST line 4: stage II.3 is already declared on line 2");
+    fx_write(dir, "II.3/MANIFEST", "previous II.2\nstage II.3\nadded extra.h\n");
+    p = check(dir, "II.3");
+    expect_one(&p, "II.3: MANIFEST line 2: expected 'stage <id> <title>'");
+    free(dir);
+}
+
+/* Every stage of the real chapters, as the views before and after it, passes
+ * the manifest check: a stage's diff is exactly its declarations. */
+TEST(manifest_real_stages_are_their_declarations) {
+    StageList l = {0};
+    StrList problems = {0};
+    CHECK_EQ_INT(stages_list("chapters", &l, &problems), 0);
+    CHECK_MSG(stages_find(&l, "III.5") && stages_find(&l, "III.1") && strcmp(stages_find(&l, "III.5")->before, "III.4") == 0,
+              "the stages of III.4 and III.7 are not listed as expected");
+    for (int i = 0; i < l.n; i++) {
+        char *out = chapfs_printf("%s-%s", test_tmp_path("stage-views"), l.items[i].id), err[512];
+        CHECK_MSG(stages_write_views("chapters", &l.items[i], out, err, sizeof err) == 0, "%s", err);
+        StrList p = check(out, l.items[i].id);
+        expect_none(&p);
+        stages_remove_dir(out);
+        free(out);
+    }
+    stages_free(&l);
+    strlist_free(&problems);
 }

@@ -235,6 +235,15 @@ static char *stubbed(const char *path, const char *src, size_t len, const char *
     return out;
 }
 
+/* Under a stub, the file the student edits: exercises/<chapter that asks it>/<file>. */
+static char *students_file(const Exercise *ex, const char *path) {
+    char *chapter = chapter_asking(ex->id);
+    const char *file = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char *s = chapter ? chapfs_printf("exercises/%s/%s", chapter, file) : chapfs_strdup(path);
+    free(chapter);
+    return s;
+}
+
 static void task_note(FILE *out, const Exercise *ex, const char *path) {
     char *chapter = chapter_asking(ex->id);
     const char *file = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -268,7 +277,9 @@ static int expand(const Include *inc, FILE *out) {
         fprintf(out, "```c\n");
         fwrite(text + b, 1, e - b, out);
         if (e == b || text[e - 1] != '\n') fputc('\n', out);
-        fprintf(out, "```\n<small>%s</small>\n", inc->path);
+        char *caption = stub ? students_file(&exs.items[0], inc->path) : chapfs_strdup(inc->path);
+        fprintf(out, "```\n<small>%s</small>\n", caption);
+        free(caption);
     }
     exercises_free(&exs);
     free(stub);

@@ -84,6 +84,9 @@ try {
         if (!content && !(nextLevel > Number(h.tagName[1]))) out.empty.push(h.textContent.trim());
       }
       out.failed = [...document.querySelectorAll('.figure-missing[data-failed]')].map((e) => e.dataset.figure);
+      // a code block (in main, not a diff's side-by-side table) wider than its box: a line cut at the edge
+      out.cut = [...document.querySelectorAll('main pre')].filter((p) => p.scrollWidth > p.clientWidth + 1)
+        .map((p) => (p.textContent.split('\n').find((l) => l.length > 80) || p.textContent).trim().slice(0, 60));
       for (const f of document.querySelectorAll('figure.plot')) {
         const img = f.querySelector('img'), cap = f.querySelector('figcaption');
         const svg = img ? await (await fetch(img.src)).text() : '';
@@ -100,6 +103,7 @@ try {
     for (const s of found.images) bad(`an image did not load: ${s}`);
     for (const h of found.empty) bad(`an empty section: "${h}"`);
     for (const f of found.failed) bad(`a figure whose measurement failed: ${f} (see make book's output)`);
+    for (const c of found.cut) bad(`a code block whose lines are cut at 1280 px (wrap them): "${c}..."`);
     for (const f of found.figures) {
       if (f.points <= 0 || f.series === 0 || f.drawn === 0) bad(`a figure with no data: ${f.src}`);
       if (!/\son\s[\s\S]+\d{4}-\d\d-\d\d/.test(f.caption) || !/model|make bench/.test(f.caption))

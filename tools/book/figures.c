@@ -13,10 +13,13 @@
  *   forward-ms   per-forward ms against step, II.1 (full recompute) and II.2
  *                (KV cache): always measured here on M, since make bench keeps
  *                no per-step times; best of two runs at each step
+ *   forward-climb  II.1's line of the same runs alone, against the length of
+ *                the sequence the forward reads: II.1's lesson
  *   decode-tps   decode tokens/s per chapter, weight type and backend: from
  *                the bench JSON when there is one, else measured here on M
  *   kv-paged     basic against paged KV, per-step ms by context: from the
  *                bench JSON's "kv" table only (make bench)
+ *   kv-paged-now the same measured here on M with tools/kv-bench (seconds)
  *   batched-sweep  III.7's aggregate decode tokens/s of seq_decode_batch against
  *                B, per weight type and backend, with the bandwidth and compute
  *                limits: from the bench JSON's "batched" array, else measured
@@ -179,7 +182,8 @@ static void gp_head(FILE *g, const char *name, int height, const char *xlabel, c
 /* ---- forward ms against step: II.1 against II.2 ------------------------------ */
 
 /* Per-step ms of one chapter's decode steps on the model (best of runs), into ms[step]. */
-static int step_times(const Options *o, const char *chapter, const char *flags, double *ms, int *n_steps) {
+static int step_times(const Options *o, const char *chapter, const char *flags, double *ms, int *n_steps,
+                      int *prompt) {
     for (int run = 0; run < 2; run++) {
         char cmd[2048];
         snprintf(cmd, sizeof cmd, "%s/%s/model-generate --json --ignore-eos --backend simd %s '%s' 'Once upon a time' 240",
@@ -188,6 +192,8 @@ static int step_times(const Options *o, const char *chapter, const char *flags, 
         JsonValue *res = run_json(cmd);
         if (!res) return -1;
         const JsonValue *steps = json_get(res, "steps");
+        const JsonValue *pt = json_get(res, "prompt_tokens"); /* the prompt's token ids */
+        *prompt = pt && pt->type == JSON_ARRAY ? (int)pt->n_items : 0;
         for (size_t i = 0; steps && i < steps->n_items && i < MAX_STEPS; i++) {
             const JsonValue *s = &steps->items[i];
             int k = (int)num(s, "step");
@@ -201,11 +207,36 @@ static int step_times(const Options *o, const char *chapter, const char *flags, 
     return *n_steps > 1 ? 0 : -1;
 }
 
+/* II.1 alone: each step's forward reads the whole sequence, so its time
+ * climbs with the sequence's length. */
+static int fig_forward_climb(const Options *o, const double *ms, int n, int prompt) {
+    FILE *d = open_out(o, "forward-climb", "dat"), *g = open_out(o, "forward-climb", "gp");
+    if (!d || !g) return -1;
+    fprintf(d, "# tokens_read  II.1_ms   (decode steps: the prompt and the tokens generated so far)\n");
+    for (int k = 1; k < n; k++) fprintf(d, "%d %.4f\n", prompt + k, ms[k]);
+    fclose(d);
+    gp_head(g, "forward-climb", 360, "tokens in the sequence the forward reads", "ms per forward");
+    fprintf(g, "set yrange [0:*]\nplot 'forward-climb.dat' using 1:2 with lines lw 2 lc rgb '#cf222e' "
+               "title 'II.1: one forward over the whole sequence, every step'\n");
+    fclose(g);
+    char caption[1024];
+    snprintf(caption, sizeof caption,
+             "Milliseconds of each decode step's forward in II.1, against the number of tokens it reads (the "
+             "%d-token prompt and every token generated so far): each step recomputes the whole sequence, so "
+             "the time climbs with it. Simd backend, one thread, the faster of two runs at each step. Measured "
+             "by <code>make book</code> on %s, model <code>%s</code>, %s.",
+             prompt, o->cpu, o->model, o->today);
+    return draw(o, "forward-climb", n - 1, "II.1's per-forward milliseconds against the sequence's length", caption);
+}
+
 static int fig_forward_ms(const Options *o) {
     static double a[MAX_STEPS], b[MAX_STEPS];
-    int na = 0, nb = 0;
-    if (step_times(o, "II.1", "", a, &na) != 0 || step_times(o, "II.2", "--kv basic", b, &nb) != 0)
+    int na = 0, nb = 0, prompt = 0;
+    if (step_times(o, "II.1", "", a, &na, &prompt) != 0 || step_times(o, "II.2", "--kv basic", b, &nb, &prompt) != 0) {
+        write_missing(o, "forward-climb", true, "The II.1 run failed: see <code>make book</code>'s output.");
         return write_missing(o, "forward-ms", true, "The II.1 or II.2 run failed: see <code>make book</code>'s output.");
+    }
+    int rc = fig_forward_climb(o, a, na, prompt);
     FILE *d = open_out(o, "forward-ms", "dat"), *g = open_out(o, "forward-ms", "gp");
     if (!d || !g) return -1;
     fprintf(d, "# step  II.1_ms  II.2_ms   (decode steps; step 0 is the prefill)\n");
@@ -222,7 +253,7 @@ static int fig_forward_ms(const Options *o) {
              "against II.2 (one new row a step), simd backend, one thread, the faster of two runs at each step. "
              "Measured by <code>make book</code> on %s, model <code>%s</code>, %s.",
              o->cpu, o->model, o->today);
-    return draw(o, "forward-ms", 2 * (n - 1), "per-forward milliseconds against step, II.1 and II.2", caption);
+    return draw(o, "forward-ms", 2 * (n - 1), "per-forward milliseconds against step, II.1 and II.2", caption) | rc;
 }
 
 /* ---- decode tokens/s per chapter and backend ---------------------------------- */
@@ -321,13 +352,10 @@ static int fig_decode_tps(const Options *o, const JsonValue *bench, const char *
 
 /* ---- basic against paged KV by context ---------------------------------------- */
 
-static int fig_kv_paged(const Options *o, const JsonValue *bench, const char *when) {
-    const JsonValue *kv = bench ? json_get(bench, "kv") : NULL, *rows = kv ? json_get(kv, "contexts") : NULL;
-    if (!rows || rows->n_items == 0)
-        return write_missing(o, "kv-paged", false,
-                             "It comes from <code>make bench</code> (its basic-against-paged KV table), "
-                             "which this build has not run.");
-    FILE *d = open_out(o, "kv-paged", "dat"), *g = open_out(o, "kv-paged", "gp");
+/* The figure `name` from kv-bench's table kv (its "contexts"), with a caption that ends with `source`. */
+static int draw_kv_paged(const Options *o, const char *name, const JsonValue *kv, const char *source) {
+    const JsonValue *rows = json_get(kv, "contexts");
+    FILE *d = open_out(o, name, "dat"), *g = open_out(o, name, "gp");
     if (!d || !g) return -1;
     fprintf(d, "# context basic_ms paged_ms basic_attention_ms paged_attention_ms\n");
     for (size_t i = 0; i < rows->n_items; i++) {
@@ -336,22 +364,53 @@ static int fig_kv_paged(const Options *o, const JsonValue *bench, const char *wh
                 num(r, "basic_attention_ms"), num(r, "paged_attention_ms"));
     }
     fclose(d);
-    gp_head(g, "kv-paged", 400, "positions already cached", "ms per decode step");
-    fprintf(g, "set yrange [0:*]\nplot 'kv-paged.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#cf222e' title "
+    gp_head(g, name, 400, "positions already cached", "ms per decode step");
+    fprintf(g, "set yrange [0:*]\nplot '%s.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#cf222e' title "
                "'basic: step', \\\n"
                "     '' using 1:3 with linespoints lw 2 pt 5 lc rgb '#0969da' title 'paged: step', \\\n"
                "     '' using 1:4 with linespoints dt 2 lc rgb '#cf222e' title 'basic: attention alone', \\\n"
-               "     '' using 1:5 with linespoints dt 2 lc rgb '#0969da' title 'paged: attention alone'\n");
+               "     '' using 1:5 with linespoints dt 2 lc rgb '#0969da' title 'paged: attention alone'\n", name);
     fclose(g);
     char caption[1536];
     snprintf(caption, sizeof caption,
              "A decode step with N positions already cached, basic cache against paged (median of the steps "
-             "tools/kv-bench times), and attention's own share; %s weights, %s backend, %d thread(s). From "
-             "<code>make bench</code> on %s, %s.",
-             str(kv, "type") ? str(kv, "type") : "?", str(kv, "backend") ? str(kv, "backend") : "?",
-             (int)num(kv, "threads"), o->bench_cpu, when);
-    return draw(o, "kv-paged", 4 * (int)rows->n_items, "milliseconds per decode step by context, basic and paged",
-                caption);
+             "tools/kv-bench times), and attention's own share; %s, %s backend, %d thread(s). %s",
+             str(kv, "type") ? str(kv, "type") : "the default model", str(kv, "backend") ? str(kv, "backend") : "?",
+             (int)num(kv, "threads"), source);
+    return draw(o, name, 4 * (int)rows->n_items, "milliseconds per decode step by context, basic and paged", caption);
+}
+
+/* make bench's table, on its Qwen3-0.6B-shaped model. */
+static int fig_kv_paged(const Options *o, const JsonValue *bench, const char *when) {
+    const JsonValue *kv = bench ? json_get(bench, "kv") : NULL, *rows = kv ? json_get(kv, "contexts") : NULL;
+    if (!rows || rows->n_items == 0)
+        return write_missing(o, "kv-paged", false,
+                             "The same on a Qwen3-0.6B-sized model comes from <code>make bench</code> (its "
+                             "basic-against-paged KV table), which this build has not run.");
+    char source[512];
+    snprintf(source, sizeof source, "From <code>make bench</code> on %s, %s.", o->bench_cpu, when);
+    return draw_kv_paged(o, "kv-paged", kv, source);
+}
+
+/* Measured now on the default model: tools/kv-bench takes seconds there. */
+static int fig_kv_paged_now(const Options *o) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s/tools/kv-bench --model '%s' --contexts '128 256 512 1024 2048' --steps 32 "
+                              "--backend simd --threads 1 --json", o->build, o->model);
+    fprintf(stderr, "book-figures: %s\n", cmd);
+    JsonValue *kv = run_json(cmd);
+    const JsonValue *rows = kv ? json_get(kv, "contexts") : NULL;
+    int rc;
+    if (!rows || rows->n_items == 0) {
+        rc = write_missing(o, "kv-paged-now", true, "The kv-bench run failed: see <code>make book</code>'s output.");
+    } else {
+        char source[512];
+        snprintf(source, sizeof source, "Measured by <code>make book</code> on %s, model <code>%s</code>, %s.",
+                 o->cpu, o->model, o->today);
+        rc = draw_kv_paged(o, "kv-paged-now", kv, source);
+    }
+    json_free(kv);
+    return rc;
 }
 
 /* ---- III.7: batched decode against B ------------------------------------------ */
@@ -766,6 +825,7 @@ int main(int argc, char **argv) {
     int rc = fig_forward_ms(&o);
     rc |= fig_decode_tps(&o, bench, when);
     rc |= fig_kv_paged(&o, bench, when);
+    rc |= fig_kv_paged_now(&o);
     rc |= fig_batched_sweep(&o, bench, when);
     rc |= fig_ab(&o, bench, when);
     json_free(bench);

@@ -8,8 +8,11 @@
 # a table of contents per page). The order of the pages is the table of
 # book/README.md: the sidebar lists them and each page links to the one before
 # and after it. A page named after a chapter directory (II.2-kv-cache.md for
-# chapters/II.2) also gets the chapter's exercises and its diff from the
-# chapter before, folded by file (tools/chapters: chapter-diff --fragment).
+# chapters/II.2) also gets the chapter's exercises; a page named after a stage
+# of the book (III.5-6-... for the stages III.5 and III.6 of chapter III.7's
+# MANIFEST) the diff of that stage alone, folded by file (tools/chapters:
+# chapter-diff --stage --fragment). In the students' edition (STUDENT=1) the
+# diffs are drawn from stubbed copies of the chapters.
 set -eu
 : "${BUILD:?}" "${OUT:?}" "${CHAPTERS:?}"
 STUDENT=${STUDENT:-}
@@ -64,7 +67,32 @@ previous_chapter() { # the chapter directory before $1 in book order, or nothing
     for c in $CHAPTERS; do [ "$c" = "$1" ] && { echo "$prev"; return; }; prev=$c; done
 }
 
-# A chapter's page: its exercises, how to check coverage, and its diff.
+# The chapters the diffs are drawn from: chapters/ itself, or in the students'
+# edition a copy of every chapter with every marked function stubbed (its
+# exercises and those it carries from earlier chapters), so that no view of
+# the code shows an answer.
+diff_src=chapters
+check_flag=
+if [ -n "$STUDENT" ]; then
+    diff_src=$OUT/.parts/chapters
+    BUILD=$BUILD CHAPTERS=$CHAPTERS tools/book/student-chapters.sh "$diff_src"
+    check_flag=--no-check # a stub can make a declared change vanish: the verdict is the reader's edition's
+fi
+stages=$OUT/.parts/stages # chapter, stage, the view before it, title (chapter-diff --stages)
+"$BUILD/tools/chapter-diff" --chapters-dir chapters --stages >"$stages"
+
+# The stages a page teaches, from its name: III.4-paged-kv.md is stage III.4,
+# III.2-3-chat-server.md stage III.2-3, III.5-6-... the stages III.5 and III.6.
+stages_of_page() {
+    key=$(printf '%s\n' "$1" | sed -n 's/^\([IVX]*\.[0-9]*\(-[0-9]*\)\{0,1\}\)\(-.*\)\{0,1\}$/\1/p')
+    [ -n "$key" ] || return 0
+    awk -F'\t' -v key="$key" '
+        BEGIN { n = split(key, k, /[.-]/) }
+        { split($2, s, /[.-]/) }
+        $2 == key || (n == 3 && s[1] == k[1] && $2 !~ /-/ && s[2] + 0 >= k[2] + 0 && s[2] + 0 <= k[3] + 0) { print $2 }' "$stages"
+}
+
+# A chapter's page: its exercises and how to check coverage.
 chapter_sections() {
     c=$1
     printf '\n## Exercises and coverage of chapter %s {#chapter-exercises}\n\n' "$c"
@@ -83,23 +111,39 @@ chapter_sections() {
     echo
     echo "Line coverage of the chapter's code by its tests: \`make chapter=$c coverage\` (a summary, and an"
     echo "annotated HTML report per file; see [coverage](instructors.html#coverage))."
-    prev=$(previous_chapter "$c")
-    if [ -z "$prev" ]; then
+    if [ -z "$(previous_chapter "$c")" ]; then
         printf '\n## The code of chapter %s {#chapter-diff}\n\n' "$c"
         echo "The first snapshot: every file of \`chapters/$c\` is new."
         echo
         for f in chapters/"$c"/*; do echo "- [\`$(basename "$f")\`]($to_root/$f)"; done
-        return
     fi
-    "$BUILD/tools/chapter-diff" --chapters-dir chapters --html "$OUT/diff" "$prev" "$c" >/dev/null
-    "$BUILD/tools/chapter-diff" --chapters-dir chapters --html "$OUT/diff" --fragment "$prev" "$c" >/dev/null
-    printf '\n## What chapter %s changes from %s {#chapter-diff}\n\n' "$c" "$prev"
-    echo "Every file the chapter adds or changes, folded: open one to see its functions side by side, old"
-    echo "on the left, new on the right ([the whole diff on one page](diff/$prev..$c.html); in a terminal:"
+}
+
+# A stage's page: the diff of that lesson alone, folded by file (tools/chapters:
+# chapter-diff --stage, --fragment), with the page of it and the whole chapter's.
+stage_section() {
+    s=$1
+    line=$(awk -F'\t' -v s="$s" '$2 == s' "$stages")
+    c=$(printf '%s' "$line" | cut -f1)
+    before=$(printf '%s' "$line" | cut -f3)
+    prev=$(previous_chapter "$c")
+    "$BUILD/tools/chapter-diff" --chapters-dir "$diff_src" $check_flag --html "$OUT/diff" --stage "$s" >/dev/null
+    "$BUILD/tools/chapter-diff" --chapters-dir "$diff_src" $check_flag --html "$OUT/diff" --fragment --stage "$s" >/dev/null
+    "$BUILD/tools/chapter-diff" --chapters-dir "$diff_src" $check_flag --html "$OUT/diff" "$prev" "$c" >/dev/null
+    printf '\n## What stage %s changes {#stage-diff-%s}\n\n' "$s" "$(printf '%s' "$s" | tr . -)"
+    if [ "$s" = "$c" ] && [ "$before" = "$prev" ]; then
+        echo "Every file chapter $c adds or changes from $prev, folded: open one to see its functions side by"
+    else
+        echo "This lesson alone, one stage of chapter $c (\`chapters/$c/MANIFEST\` groups its changes by"
+        echo "stage): every file it adds or changes, from the engine as it was before it ($before), folded:"
+        echo "open one to see its functions side by"
+    fi
+    echo "side, old on the left, new on the right ([this diff on one page](diff/$before..$s.html); in a"
+    echo "terminal: \`make diff stage=$s\`; the whole chapter $prev to $c: [one page](diff/$prev..$c.html),"
     echo "\`make diff from=$prev to=$c\`)."
     echo
     echo '```{=html}'
-    cat "$OUT/diff/$prev..$c.part.html"
+    cat "$OUT/diff/$before..$s.part.html"
     echo '```'
 }
 
@@ -111,6 +155,7 @@ for f in README.md book/*.md; do
     if [ "$c" != "$page" ] && [ -d "chapters/$c" ]; then
         chapter_sections "$c" >>"$md"
     fi
+    for s in $(stages_of_page "$page"); do stage_section "$s" >>"$md"; done
     sidebar "$page" >"$OUT/.parts/$page.nav"
     prevnext "$page" >"$OUT/.parts/$page.after"
     title=$(head -n1 "$f" | sed 's/^# //')
@@ -122,3 +167,10 @@ for f in README.md book/*.md; do
         -o "$OUT/$page.html" "$md"
 done
 cp tools/book/book.css "$OUT/book.css"
+
+# The students' edition shows no answer (tools/book/no-answers.sh).
+if [ -n "$STUDENT" ]; then
+    BUILD=$BUILD OUT=$OUT CHAPTERS=$CHAPTERS tools/book/no-answers.sh html ||
+        { echo "book: the students' edition shows the answers above" >&2; exit 1; }
+    echo "book: the students' edition shows no exercise's answer (tools/book/no-answers.sh)"
+fi

@@ -2,6 +2,7 @@
 #include "chapfs.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,4 +180,17 @@ int chapfs_list_files(const char *dir, StrList *out) {
 const char *chapfs_previous(const StrList *chapters, const char *chapter) {
     int i = strlist_find(chapters, chapter);
     return i > 0 ? chapters->items[i - 1] : NULL;
+}
+
+bool chapfs_make_parents(const char *path) {
+    char *p = chapfs_strdup(path);
+    bool ok = true;
+    for (char *s = p + 1; *s && ok; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        ok = mkdir(p, 0777) == 0 || errno == EEXIST;
+        *s = '/';
+    }
+    free(p);
+    return ok;
 }

@@ -26,6 +26,9 @@ char *chapfs_strdup(const char *s);
 char *chapfs_strndup(const char *s, size_t n);
 char *chapfs_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* mkdir -p for the directory part of path (everything before its last '/'). */
+bool chapfs_make_parents(const char *path);
+
 /* The whole file, NUL-terminated (len excludes the NUL); NULL if unreadable. */
 char *chapfs_read(const char *path, size_t *len);
 bool chapfs_is_dir(const char *path);

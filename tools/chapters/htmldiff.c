@@ -477,7 +477,7 @@ static void write_summary(FILE *f, const Page *pg) {
 }
 
 /* The manifest of `to` and, when `from` is the chapter before it, the check's verdict. */
-static void write_manifest(FILE *f, const Page *pg, const char *chapters_dir) {
+static void write_manifest(FILE *f, const Page *pg, const char *chapters_dir, bool verdict) {
     char *path = chapfs_printf("%s/%s/MANIFEST", chapters_dir, pg->to);
     char *text = chapfs_read(path, NULL);
     free(path);
@@ -495,7 +495,7 @@ static void write_manifest(FILE *f, const Page *pg, const char *chapters_dir) {
     StrList chapters = {0}, problems = {0};
     chapfs_list_chapters(chapters_dir, &chapters);
     const char *prev = chapfs_previous(&chapters, pg->to);
-    if (prev && strcmp(prev, pg->from) == 0) {
+    if (verdict && prev && strcmp(prev, pg->from) == 0) {
         manifest_check_chapter(chapters_dir, pg->to, &problems, NULL);
         fprintf(f, "<p class=\"%s\">Manifest check: %s</p>\n", problems.n ? "bad" : "ok",
                 problems.n ? "problems" : "ok, the differences are exactly the declared ones");
@@ -511,7 +511,7 @@ static void write_manifest(FILE *f, const Page *pg, const char *chapters_dir) {
     strlist_free(&problems);
 }
 
-static void write_page(FILE *f, const Page *pg, const char *chapters_dir, bool fragment) {
+static void write_page(FILE *f, const Page *pg, const char *chapters_dir, bool fragment, bool verdict) {
     if (fragment) {
         fprintf(f, "<div class=\"chapdiff\">\n<style>\n%s</style>\n", STYLE_DIFF);
     } else {
@@ -528,7 +528,7 @@ static void write_page(FILE *f, const Page *pg, const char *chapters_dir, bool f
     fputs("<p class=\"note\">What the chapter adds and changes. Changed functions are shown whole, old "
           "on the left, new on the right.</p>\n", f);
     write_summary(f, pg);
-    write_manifest(f, pg, chapters_dir);
+    write_manifest(f, pg, chapters_dir, verdict);
     for (int i = 0; i < pg->n_files; i++)
         if (pg->files[i].status != F_SAME) write_file_section(f, pg, &pg->files[i], fragment);
     fputs(fragment ? "</div>\n" : "</body>\n</html>\n", f);
@@ -541,11 +541,11 @@ static int fail(char *err, size_t err_len, const char *fmt, const char *a, const
 
 int htmldiff_write(const char *chapters_dir, const char *from, const char *to, const char *out_path, char *err,
                    size_t err_len) {
-    return htmldiff_write_as(chapters_dir, from, to, out_path, false, err, err_len);
+    return htmldiff_write_as(chapters_dir, from, to, out_path, false, true, err, err_len);
 }
 
 int htmldiff_write_as(const char *chapters_dir, const char *from, const char *to, const char *out_path, bool fragment,
-                      char *err, size_t err_len) {
+                      bool verdict, char *err, size_t err_len) {
     char *old_dir = chapfs_printf("%s/%s", chapters_dir, from), *new_dir = chapfs_printf("%s/%s", chapters_dir, to);
     int rc = 0;
     if (!chapfs_is_dir(old_dir) || !chapfs_is_dir(new_dir)) {
@@ -558,7 +558,7 @@ int htmldiff_write_as(const char *chapters_dir, const char *from, const char *to
         } else {
             Page pg = {.from = from, .to = to, .h = fragment ? 3 : 2};
             load_page(&pg, old_dir, new_dir);
-            write_page(f, &pg, chapters_dir, fragment);
+            write_page(f, &pg, chapters_dir, fragment, verdict);
             for (int i = 0; i < pg.n_files; i++) free_entry(&pg.files[i]);
             free(pg.files);
             if (fclose(f) != 0) rc = fail(err, err_len, "cannot write %s%s", out_path, "");

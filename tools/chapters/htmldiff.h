@@ -19,9 +19,10 @@ int htmldiff_write(const char *chapters_dir, const char *from, const char *to, c
 
 /* The same, or with fragment a part to put in another page (the book's chapter
  * pages): no <html> around it, its style scoped to its own classes, and each
- * file folded in a <details> that names it. */
+ * file folded in a <details> that names it. verdict: show the manifest check's
+ * verdict under the manifest (when from is the chapter before to). */
 int htmldiff_write_as(const char *chapters_dir, const char *from, const char *to, const char *out_path, bool fragment,
-                      char *err, size_t err_len);
+                      bool verdict, char *err, size_t err_len);
 
 /* Writes s[0..n) with &, <, >, " and ' escaped. */
 void htmldiff_escape(FILE *f, const char *s, size_t n);

@@ -9,10 +9,13 @@
 
 /* ---- parsing ------------------------------------------------------------- */
 
-/* Files already mentioned, with the line that mentioned them. */
+/* Files already mentioned, with the line that mentioned them; the manifest
+ * being read, whose last stage (if any) the declarations belong to. */
 typedef struct {
     StrList files;
     int *lines;
+    Manifest *m;
+    int unstaged_line; /* the first declaration under no stage, 0 if none */
 } Mentions;
 
 /* The words of one line, comment removed. */
@@ -40,6 +43,28 @@ static void mention(Mentions *ms, const char *file, int line, const char *chapte
     strlist_push(&ms->files, file);
     ms->lines = chapfs_xrealloc(ms->lines, sizeof(int) * (size_t)ms->files.n);
     ms->lines[ms->files.n - 1] = line;
+    if (ms->m->n_stages) strlist_push(&ms->m->stages[ms->m->n_stages - 1].files, file);
+    else if (!ms->unstaged_line) ms->unstaged_line = line;
+}
+
+/* "stage <id> <title...>": the declarations that follow are that lesson's. */
+static void parse_stage(Manifest *m, const StrList *w, int line, const char *chapter,
+                        StrList *problems) {
+    if (w->n < 3) {
+        strlist_pushf(problems, "%s: MANIFEST line %d: expected 'stage <id> <title>'", chapter, line);
+        return;
+    }
+    for (int i = 0; i < m->n_stages; i++)
+        if (strcmp(m->stages[i].id, w->items[1]) == 0) {
+            strlist_pushf(problems, "%s: MANIFEST line %d: stage %s is already declared on line %d", chapter, line,
+                          w->items[1], m->stages[i].line);
+            return;
+        }
+    StrList title = {0};
+    for (int i = 2; i < w->n; i++) strlist_push(&title, w->items[i]);
+    m->stages = chapfs_xrealloc(m->stages, sizeof(ManifestStage) * (size_t)(m->n_stages + 1));
+    m->stages[m->n_stages++] = (ManifestStage){chapfs_strdup(w->items[1]), strlist_join(&title, " "), line, {0}, NULL};
+    strlist_free(&title);
 }
 
 static void parse_previous(Manifest *m, const StrList *w, int line, const char *chapter, StrList *problems) {
@@ -109,6 +134,8 @@ static void parse_line(Manifest *m, Mentions *ms, const char *text, int line, co
     const char *kw = w.items[0];
     if (strcmp(kw, "previous") == 0) {
         parse_previous(m, &w, line, chapter, problems);
+    } else if (strcmp(kw, "stage") == 0) {
+        parse_stage(m, &w, line, chapter, problems);
     } else if (strcmp(kw, "added") == 0) {
         parse_files(&m->added, ms, &w, line, chapter, problems);
     } else if (strcmp(kw, "removed") == 0) {
@@ -126,8 +153,8 @@ static void parse_line(Manifest *m, Mentions *ms, const char *text, int line, co
         }
         free(body);
     } else {
-        strlist_pushf(problems, "%s: MANIFEST line %d: unknown directive '%s' (expected previous, added, removed or "
-                      "changed)", chapter, line, kw);
+        strlist_pushf(problems, "%s: MANIFEST line %d: unknown directive '%s' (expected previous, stage, added, "
+                      "removed or changed)", chapter, line, kw);
     }
     strlist_free(&w);
 }
@@ -135,18 +162,28 @@ static void parse_line(Manifest *m, Mentions *ms, const char *text, int line, co
 int manifest_parse(const char *text, const char *chapter, Manifest *m, StrList *problems) {
     *m = (Manifest){0};
     int before = problems->n;
-    Mentions ms = {0};
+    Mentions ms = {.m = m};
     int line = 1;
+    const char *stage_start = NULL; /* where the current stage's text begins */
     for (const char *p = text; *p; line++) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         char *one = chapfs_strndup(p, len);
+        int stages_before = m->n_stages;
         parse_line(m, &ms, one, line, chapter, problems);
+        if (m->n_stages != stages_before) { /* a stage line: the one before ends here */
+            if (stages_before) m->stages[stages_before - 1].text = chapfs_strndup(stage_start, (size_t)(p - stage_start));
+            stage_start = p;
+        }
         free(one);
         p += len + (nl != NULL);
     }
+    if (m->n_stages) m->stages[m->n_stages - 1].text = chapfs_strdup(stage_start);
     if (!m->has_previous)
         strlist_pushf(problems, "%s: MANIFEST has no 'previous <chapter>|none' line", chapter);
+    if (ms.unstaged_line && m->n_stages)
+        strlist_pushf(problems, "%s: MANIFEST line %d declares a change under no stage: put a 'stage <id> <title>' "
+                      "line above it (each book stage's diff is made of its declarations)", chapter, ms.unstaged_line);
     strlist_free(&ms.files);
     free(ms.lines);
     return problems->n - before;
@@ -161,6 +198,13 @@ void manifest_free(Manifest *m) {
         strlist_free(&m->changed[i].fns);
     }
     free(m->changed);
+    for (int i = 0; i < m->n_stages; i++) {
+        free(m->stages[i].id);
+        free(m->stages[i].title);
+        free(m->stages[i].text);
+        strlist_free(&m->stages[i].files);
+    }
+    free(m->stages);
     *m = (Manifest){0};
 }
 

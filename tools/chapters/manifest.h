@@ -11,7 +11,12 @@
  *                               every other function is byte-identical (text
  *                               outside functions may differ). An empty list
  *                               means only text outside functions changed.
- * A file not mentioned must exist in both chapters and be byte-identical. */
+ *   stage <id> <title...>       the declarations below it, up to the next
+ *                               stage line, are one lesson of the book (its
+ *                               page shows their diff alone; see stages.h)
+ * A file not mentioned must exist in both chapters and be byte-identical.
+ * A MANIFEST with stage lines declares every change under one; one without
+ * is a single lesson, the chapter itself. */
 #ifndef MANIFEST_H
 #define MANIFEST_H
 
@@ -26,12 +31,23 @@ typedef struct {
     int line;
 } ManifestChange;
 
+/* One lesson of a chapter: its stage line, the files it declares, and its
+ * part of the MANIFEST (from its stage line to the next one). */
+typedef struct {
+    char *id, *title;
+    int line;
+    StrList files;
+    char *text;
+} ManifestStage;
+
 typedef struct {
     bool has_previous;
     char *previous; /* NULL for "previous none" */
     StrList added, removed;
     ManifestChange *changed;
     int n_changed;
+    ManifestStage *stages;
+    int n_stages;
 } Manifest;
 
 /* Parses MANIFEST text; each problem goes to `problems` as "<chapter>: MANIFEST

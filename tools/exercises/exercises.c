@@ -5,6 +5,8 @@
  *   exercises [--chapters-dir D] [--tests-dir D] stub [--all] CHAPTER OUT
  *   exercises [--chapters-dir D] variant CHAPTER DIR ID OUT
  *   exercises [--chapters-dir D] restore CHAPTER DIR ID
+ *   exercises [--chapters-dir D] leaks CHAPTER PAGE...
+ *   exercises [--chapters-dir D] mutate CHAPTER DIR ID FROM TO
  *
  * list     one line per exercise of the chapter, tab-separated: id, points,
  *          file, function, test substrings (blank-separated), title
@@ -16,15 +18,22 @@
  *          which every exercise but ID is the reference one: what exercise ID
  *          is graded with, so that it stands or falls on its own
  * restore  puts the reference version of exercise ID back into DIR
+ * mutate   in DIR (a copy of the chapter), replaces the one occurrence of
+ *          FROM in the body of exercise ID by TO (\n, \t and \\ escaped):
+ *          a plausible wrong answer, which the grader must fail (see
+ *          tests/exercises/mutants.tsv)
+ * leaks    the pages of CHAPTER (its code, diffs into it) that show the answer
+ *          of one of its marked functions (see leaks.h), one line each; exits
+ *          1 if any does (the students' edition of the book must not)
  *
  * Exits 0 on success, 1 on a problem (each printed on stderr), 2 on a usage
  * error. Defaults: --chapters-dir chapters, --tests-dir tests/chapters. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "leaks.h"
 #include "markers.h"
 #include "stub.h"
 
@@ -34,7 +43,8 @@ static const char *tests_dir = "tests/chapters";
 /* The usage on f; returns rc (0 for --help, 2 for a bad command line). */
 static int usage(FILE *f, int rc) {
     fprintf(f, "usage: exercises [--chapters-dir D] [--tests-dir D] list CHAPTER | check |\n"
-               "       stub [--all] CHAPTER OUT | variant CHAPTER DIR ID OUT | restore CHAPTER DIR ID\n"
+               "       stub [--all] CHAPTER OUT | variant CHAPTER DIR ID OUT | restore CHAPTER DIR ID |\n"
+               "       leaks CHAPTER PAGE... | mutate CHAPTER DIR ID FROM TO\n"
                "The exercise stubber behind `make chapter=X exercise` and `grade` (see book/instructors.md).\n");
     return rc;
 }
@@ -46,22 +56,8 @@ static int report(StrList *problems) {
     return rc;
 }
 
-/* mkdir -p for the directory part of path. */
-static bool make_parents(const char *path) {
-    char *p = chapfs_strdup(path);
-    bool ok = true;
-    for (char *s = p + 1; *s && ok; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        ok = mkdir(p, 0777) == 0 || errno == EEXIST;
-        *s = '/';
-    }
-    free(p);
-    return ok;
-}
-
 static bool write_file(const char *path, const char *text, StrList *problems) {
-    FILE *f = make_parents(path) ? fopen(path, "wb") : NULL;
+    FILE *f = chapfs_make_parents(path) ? fopen(path, "wb") : NULL;
     bool ok = f && fwrite(text, 1, strlen(text), f) == strlen(text);
     if (f && fclose(f) != 0) ok = false;
     if (!ok) strlist_pushf(problems, "%s: cannot write", path);
@@ -117,6 +113,68 @@ static int cmd_list(const char *chapter) {
     }
     exercises_free(&l);
     return report(&problems);
+}
+
+/* s with \n, \t and \\ turned into what they stand for (malloc'd). */
+static char *unescape(const char *s) {
+    char *out = chapfs_xmalloc(strlen(s) + 1), *o = out;
+    for (; *s; s++) {
+        if (*s != '\\' || !s[1]) {
+            *o++ = *s;
+            continue;
+        }
+        s++;
+        *o++ = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s;
+    }
+    *o = 0;
+    return out;
+}
+
+/* mutate: the exercise's body in dir with its one `from` replaced by `to`. */
+static int cmd_mutate(const char *chapter, const char *dir, const char *id, const char *from_esc, const char *to_esc) {
+    StrList problems = {0};
+    ExerciseList l = {0};
+    exercises_of_chapter(chapters_dir, chapter, &l, &problems);
+    int k = exercises_find(&l, id);
+    if (!problems.n && k < 0) strlist_pushf(&problems, "chapter %s has no exercise '%s'", chapter, id);
+    char *from = unescape(from_esc), *to = unescape(to_esc);
+    char *path = k >= 0 ? chapfs_printf("%s/%s", dir, l.items[k].file) : NULL;
+    size_t len, b, e;
+    char *src = path && !problems.n ? chapfs_read(path, &len) : NULL;
+    if (path && !problems.n && !src) strlist_pushf(&problems, "%s: cannot read", path);
+    if (src) {
+        CFuncList fl;
+        cfuncs_split(src, len, &fl);
+        const CFunc *f = NULL;
+        for (int i = 0; i < fl.n && !f; i++)
+            if (strcmp(fl.funcs[i].key, l.items[k].function) == 0) f = &fl.funcs[i];
+        char *body = f && function_body(src, f, &b, &e) ? chapfs_strndup(src + b, e - b) : NULL;
+        char *at = body && *from ? strstr(body, from) : NULL;
+        if (!at || strstr(at + 1, from))
+            strlist_pushf(&problems, "%s: %s (exercise %s) holds '%s' %s, not once", path, l.items[k].function, id,
+                          from_esc, at ? "more than once" : "nowhere");
+        else {
+            char *text = chapfs_printf("%.*s%s%s", (int)(b + (size_t)(at - body)), src, to, src + b + (at - body) + strlen(from));
+            write_file(path, text, &problems);
+            free(text);
+        }
+        free(body);
+        cfuncs_free(&fl);
+    }
+    free(src);
+    free(path);
+    free(from);
+    free(to);
+    exercises_free(&l);
+    return report(&problems);
+}
+
+static int cmd_leaks(const char *chapter, char **pages, int n) {
+    StrList l = {0}, found = {0};
+    for (int i = 0; i < n; i++) strlist_push(&l, pages[i]);
+    leaks_check(chapters_dir, chapter, &l, &found);
+    strlist_free(&l);
+    return report(&found);
 }
 
 static int cmd_check(void) {
@@ -299,6 +357,8 @@ int main(int argc, char **argv) {
     char **a = argv + i;
     if (strcmp(cmd, "list") == 0 && n == 1) return cmd_list(a[0]);
     if (strcmp(cmd, "check") == 0 && n == 0) return cmd_check();
+    if (strcmp(cmd, "mutate") == 0 && n == 5) return cmd_mutate(a[0], a[1], a[2], a[3], a[4]);
+    if (strcmp(cmd, "leaks") == 0 && n >= 2) return cmd_leaks(a[0], a + 1, n - 1);
     if (strcmp(cmd, "stub") == 0 && n == 3 && strcmp(a[0], "--all") == 0) return cmd_stub(a[1], a[2], true);
     if (strcmp(cmd, "stub") == 0 && n == 2) return cmd_stub(a[0], a[1], false);
     if (strcmp(cmd, "variant") == 0 && n == 4) return cmd_variant(a[0], a[1], a[2], a[3], false);

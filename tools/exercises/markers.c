@@ -96,16 +96,29 @@ static bool comment_before(const char *s, size_t at, size_t *cs, size_t *ce) {
 static char *comment_words(const char *s, size_t cs, size_t ce) {
     char *out = chapfs_xmalloc(ce - cs + 1);
     size_t n = 0;
+    bool line_start = false; /* after a newline: the blanks and the '*' that start a comment's next line */
     for (size_t i = cs + 2; i + 2 < ce; i++) {
+        if (s[i] == '\n') line_start = true;
+        if (line_start && s[i] == '*' && s[i + 1] != '/') {
+            line_start = false;
+            continue;
+        }
         if (isspace((unsigned char)s[i])) {
             if (n && out[n - 1] != ' ') out[n++] = ' ';
         } else {
+            line_start = false;
             out[n++] = s[i];
         }
     }
     while (n && out[n - 1] == ' ') n--;
     out[n] = 0;
     return out;
+}
+
+/* A section banner such as "---- conv_sync ----": it names a group of tests, not the one below it. */
+static bool is_banner(const char *words) {
+    size_t n = strlen(words);
+    return n >= 6 && strncmp(words, "---", 3) == 0 && strcmp(words + n - 3, "---") == 0;
 }
 
 static bool is_marker(const char *words) { return strncmp(words, "EXERCISE ", 9) == 0; }
@@ -417,7 +430,7 @@ void chapter_tests(const char *tests_dir, const char *chapter, StrList *names, S
             strlist_push(names, name);
             if (comment_before(src, (size_t)(p - src), &cs, &ce)) {
                 char *doc = comment_words(src, cs, ce);
-                strlist_push(docs, doc);
+                strlist_push(docs, is_banner(doc) ? "" : doc);
                 free(doc);
             } else {
                 strlist_push(docs, "");

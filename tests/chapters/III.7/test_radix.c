@@ -324,6 +324,40 @@ TEST(III7_reserve_reclaims_blocks_from_the_prefix_cache) {
 
 /* A cache adopting a prefix of the tree's blocks, ending inside one: it
  * copies that block before its first write, and the tree's stays as it was. */
+/* The copy a partly reused block needs is a block the reserve must find:
+ * with none free and none the tree could give back, the reserve fails and
+ * changes nothing (a reserve that forgot to count it would copy into no block). */
+TEST(III7_reserve_counts_the_copy_of_a_partly_reused_block) {
+    KvPool *p = make_pool(4, 3);
+    if (!p) return;
+    RadixTree *t = radix_create(p);
+    Qwen3Config c = {.n_layers = 2, .kv_dim = 4};
+    int32_t a[8];
+    int ba[2], got[2];
+    count_from(a, 8, 0);
+    cache_sequence(t, a, 8, ba);
+    char err[ERR_MAX] = "";
+    CHECK_EQ_INT(radix_match(t, a, 6, got), 6);
+    KvCache *kv = kv_cache_create("paged", &c, p, err), *other = kv_cache_create("paged", &c, p, err);
+    CHECK_EQ_INT(kv_paged_adopt(kv, got, 6, err), 0);
+    drop_blocks(p, got, 2);
+    CHECK_EQ_INT(other->reserve(other, 1, err), 0); /* the last free block */
+    CHECK_EQ_INT(free_blocks(p), 0);
+    CHECK_EQ_INT(kv->reserve(kv, 1, err), -1); /* position 6 falls in the shared block: a copy, and no block */
+    CHECK_STR(err, "out of KV blocks: 1 more position needs 1 block, 0 of 3 are free (block size 4)");
+    const KvBlockTable *tab = kv_paged_table(kv);
+    CHECK_EQ_INT(tab->n, 2);
+    CHECK_EQ_INT(tab->blocks[1], ba[1]);
+    CHECK_EQ_INT(p->ref[ba[1]], 2);
+    kv_cache_free(other);
+    CHECK_EQ_INT(kv->reserve(kv, 1, err), 0); /* and with a block free, the copy is made */
+    CHECK(kv_paged_table(kv)->blocks[1] != ba[1]);
+    kv_cache_free(kv);
+    radix_free(t);
+    CHECK_EQ_INT(free_blocks(p), 3);
+    kv_pool_free(p);
+}
+
 TEST(III7_reserve_copies_a_partly_reused_block) {
     KvPool *p = make_pool(4, 8);
     if (!p) return;
