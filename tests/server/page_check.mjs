@@ -176,6 +176,9 @@ async function runChapter(browser, chapter) {
     const ticks = await page.evaluate(() => Number(document.getElementById('history').max));
     await page.click('#back');
     await page.click('#back');
+    // the page draws on its next frame: wait for it rather than read the last frame's text
+    await page.waitForFunction(() => /\(2 back\)/.test(document.getElementById('tickinfo').textContent), { timeout: 3000 })
+      .catch(() => {});
     const info = await page.$eval('#tickinfo', (e) => e.textContent);
     check(ticks > 10 && /\(2 back\)/.test(info), `${name}: ${ticks + 1} ticks kept; two steps back: "${info}"`);
     await page.screenshot({ path: path.join(shots, `${chapter}.png`), fullPage: true });
