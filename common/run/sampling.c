@@ -8,6 +8,10 @@
 #include "ops.h"
 #include "util.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 /* a*b+c must stay two roundings for the results to be the same everywhere:
  * GCC in ISO C mode (-std=c11) never fuses them; clang needs to be told. */
 #if defined(__clang__)
@@ -28,6 +32,12 @@ uint64_t rng_next(Rng *r) {
 double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
 /* ---- e^x with basic operations only ---------------------------------------- */
+
+/* 1/n! for n <= 13 (folded by the compiler, exactly rounded). */
+static const double EXP_INV_FACT[14] = {1.0,           1.0,            1.0 / 2,         1.0 / 6,
+                                        1.0 / 24,      1.0 / 120,      1.0 / 720,       1.0 / 5040,
+                                        1.0 / 40320,   1.0 / 362880,   1.0 / 3628800,   1.0 / 39916800,
+                                        1.0 / 479001600, 1.0 / 6227020800.0};
 
 /* 2^k as a double, built from its bits: exact for -1022 <= k <= 1023. */
 static double pow2i(int k) {
@@ -50,14 +60,152 @@ double sampling_exp(double x) {
     double r = (x - k * LN2_HI) - k * LN2_LO;
     /* e^r by its Taylor series to r^13 / 13! (the next term is below 5e-18),
      * by Horner's rule with the constants 1/n! (folded by the compiler, exactly rounded). */
-    static const double inv_fact[14] = {1.0,           1.0,            1.0 / 2,         1.0 / 6,
-                                        1.0 / 24,      1.0 / 120,      1.0 / 720,       1.0 / 5040,
-                                        1.0 / 40320,   1.0 / 362880,   1.0 / 3628800,   1.0 / 39916800,
-                                        1.0 / 479001600, 1.0 / 6227020800.0};
-    double p = inv_fact[13];
-    for (int n = 12; n >= 0; n--) p = p * r + inv_fact[n];
+    double p = EXP_INV_FACT[13];
+    for (int n = 12; n >= 0; n--) p = p * r + EXP_INV_FACT[n];
     /* times 2^k, exactly: in two steps when 2^k alone would be subnormal */
     return k >= -1022 ? p * pow2i((int)k) : p * pow2i((int)k + 60) * 0x1.0p-60;
+}
+
+/* ---- many at once ----------------------------------------------------------------
+ * A sampled token reads the whole vocabulary (151,936 logits for Qwen3): its
+ * max, the exp of each, their sum. The AVX2 versions below do the same IEEE
+ * operations per element as the scalar ones, four doubles (or eight floats)
+ * at a time, so every value is bitwise the scalar one: only what is
+ * independent runs side by side (a sum in order stays one chain). */
+
+/* exp((logits[i] - max) / t) for i < n into w: sampling_exp's steps. */
+static void weights_scalar(const float *logits, int n, float max, float t, double *w) {
+    for (int i = 0; i < n; i++) w[i] = sampling_exp(((double)logits[i] - (double)max) / (double)t);
+}
+
+static float max_scalar(const float *logits, int n) {
+    float m = logits[0];
+    for (int i = 1; i < n; i++)
+        if (logits[i] > m) m = logits[i];
+    return m;
+}
+
+#if defined(__x86_64__)
+#define SAMPLING_AVX2 __attribute__((target("avx2")))
+
+/* sampling_exp of 4 lanes known to lie in [-708, 709]: no special case, and
+ * 2^k a normal double (k >= -1021). Same operations, same order. */
+static SAMPLING_AVX2 __m256d exp4(__m256d x) {
+    const __m256d round = _mm256_set1_pd(0x1.8p52);
+    __m256d k = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.44269504088896338700e+00)), round), round);
+    __m256d r = _mm256_sub_pd(_mm256_sub_pd(x, _mm256_mul_pd(k, _mm256_set1_pd(6.93147180369123816490e-01))),
+                              _mm256_mul_pd(k, _mm256_set1_pd(1.90821492927058770002e-10)));
+    __m256d p = _mm256_set1_pd(EXP_INV_FACT[13]);
+    for (int n = 12; n >= 0; n--) p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(EXP_INV_FACT[n]));
+    /* 2^k from its bits: k + 1.5 * 2^52 holds k in its low bits */
+    __m256i ki = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(k, round)), _mm256_castpd_si256(round));
+    __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(ki, _mm256_set1_epi64x(1023)), 52);
+    return _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
+}
+
+static SAMPLING_AVX2 void weights_avx2(const float *logits, int n, float max, float t, double *w) {
+    const __m256d vmax = _mm256_set1_pd((double)max), vt = _mm256_set1_pd((double)t);
+    const __m256d lo = _mm256_set1_pd(-708.0), hi = _mm256_set1_pd(709.0);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d x = _mm256_div_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(logits + i)), vmax), vt);
+        __m256d in = _mm256_and_pd(_mm256_cmp_pd(x, lo, _CMP_GE_OQ), _mm256_cmp_pd(x, hi, _CMP_LE_OQ));
+        if (_mm256_movemask_pd(in) == 15) _mm256_storeu_pd(w + i, exp4(x));
+        else weights_scalar(logits + i, 4, max, t, w + i); /* far below the max, -inf, NaN */
+    }
+    weights_scalar(logits + i, n - i, max, t, w + i);
+}
+
+/* max_scalar's result: a lane keeps its value unless a logit is greater
+ * (max_ps returns its second operand when either is NaN). */
+static SAMPLING_AVX2 float max_avx2(const float *logits, int n) {
+    if (n < 16) return max_scalar(logits, n);
+    __m256 m0 = _mm256_set1_ps(logits[0]), m1 = m0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(logits + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(logits + i + 8), m1);
+    }
+    float lanes[16], m = logits[0];
+    _mm256_storeu_ps(lanes, m0);
+    _mm256_storeu_ps(lanes + 8, m1);
+    for (int k = 0; k < 16; k++)
+        if (lanes[k] > m) m = lanes[k];
+    for (; i < n; i++)
+        if (logits[i] > m) m = logits[i];
+    return m;
+}
+
+/* True when logits[] has a NaN. */
+static SAMPLING_AVX2 bool has_nan_avx2(const float *logits, int n) {
+    __m256 any = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(logits + i);
+        any = _mm256_or_ps(any, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    }
+    bool nan = _mm256_movemask_ps(any) != 0;
+    for (; i < n; i++) nan |= logits[i] != logits[i];
+    return nan;
+}
+
+/* The ids i < n with logits[i] >= floor, in id order, to ids; returns how many. */
+static SAMPLING_AVX2 int at_least_avx2(const float *logits, int n, float floor, int32_t *ids) {
+    const __m256 f = _mm256_set1_ps(floor);
+    int m = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(logits + i), f, _CMP_GE_OQ));
+        for (; bits; bits &= bits - 1) ids[m++] = i + __builtin_ctz(bits);
+    }
+    for (; i < n; i++)
+        if (logits[i] >= floor) ids[m++] = i;
+    return m;
+}
+
+static bool cpu_avx2(void) {
+    static int has = -1;
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx2");
+    }
+    return has;
+}
+#endif
+
+static void weights_of(const float *logits, int n, float max, float t, double *w) {
+#if defined(__x86_64__)
+    if (cpu_avx2()) {
+        weights_avx2(logits, n, max, t, w);
+        return;
+    }
+#endif
+    weights_scalar(logits, n, max, t, w);
+}
+
+static float max_logit(const float *logits, int n) {
+#if defined(__x86_64__)
+    if (cpu_avx2()) return max_avx2(logits, n);
+#endif
+    return max_scalar(logits, n);
+}
+
+static bool has_nan(const float *logits, int n) {
+#if defined(__x86_64__)
+    if (cpu_avx2()) return has_nan_avx2(logits, n);
+#endif
+    for (int i = 0; i < n; i++)
+        if (logits[i] != logits[i]) return true;
+    return false;
+}
+
+static int at_least(const float *logits, int n, float floor, int32_t *ids) {
+#if defined(__x86_64__)
+    if (cpu_avx2()) return at_least_avx2(logits, n, floor, ids);
+#endif
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (logits[i] >= floor) ids[m++] = i;
+    return m;
 }
 
 /* ---- candidates, best first ----------------------------------------------- */
@@ -86,8 +234,9 @@ static void heap_sift_down(Cand *h, int n, int i) {
     }
 }
 
-static void heap_build(Cand *h, const float *logits, int n) {
-    for (int i = 0; i < n; i++) h[i] = (Cand){logits[i], i};
+/* A heap of logits[ids[i]] for i < n (ids NULL: of all n logits). */
+static void heap_build(Cand *h, const float *logits, const int32_t *ids, int n) {
+    for (int i = 0; i < n; i++) h[i] = ids ? (Cand){logits[ids[i]], ids[i]} : (Cand){logits[i], i};
     for (int i = n / 2 - 1; i >= 0; i--) heap_sift_down(h, n, i);
 }
 
@@ -97,13 +246,6 @@ static Cand heap_pop(Cand *h, int *n) {
     h[0] = h[--*n];
     heap_sift_down(h, *n, 0);
     return top;
-}
-
-static float max_logit(const float *logits, int n) {
-    float m = logits[0];
-    for (int i = 1; i < n; i++)
-        if (logits[i] > m) m = logits[i];
-    return m;
 }
 
 /* ---- the sampler ------------------------------------------------------------ */
@@ -119,6 +261,8 @@ struct Sampler {
     Cand *heap;        /* [vocab] */
     Cand *sel;         /* [vocab] the kept candidates, best first */
     double *weight;    /* [vocab] unnormalized probabilities of the kept candidates */
+    double *cum;       /* [vocab] their running sums, in order */
+    int32_t *ids;      /* [vocab] candidates for the heap (select_top) */
 };
 
 SamplerParams sampler_params_default(void) {
@@ -155,13 +299,15 @@ Sampler *sampler_create(const SamplerParams *p, int vocab_size) {
     s->heap = xmalloc((size_t)vocab_size * sizeof *s->heap);
     s->sel = xmalloc((size_t)vocab_size * sizeof *s->sel);
     s->weight = xmalloc((size_t)vocab_size * sizeof *s->weight);
+    s->cum = xmalloc((size_t)vocab_size * sizeof *s->cum);
+    s->ids = xmalloc((size_t)vocab_size * sizeof *s->ids);
     return s;
 }
 
 void sampler_free(Sampler *s) {
     if (!s) return;
     free(s->counts), free(s->seen), free(s->penalized);
-    free(s->heap), free(s->sel), free(s->weight);
+    free(s->heap), free(s->sel), free(s->weight), free(s->cum), free(s->ids);
     free(s);
 }
 
@@ -201,26 +347,51 @@ static double temp_weight(float logit, float max, float temperature) {
     return sampling_exp(((double)logit - (double)max) / (double)temperature);
 }
 
+/* The pops of select_top from the heap of n candidates: at most limit, until
+ * their mass reaches stop. Returns how many, or -1 when the heap ran out
+ * first though it held fewer than all V logits (more candidates needed). */
+static int pop_best(Sampler *s, int n, int limit, double stop, float max) {
+    int h = n, m = 0;
+    double mass = 0.0;
+    while (m < limit && (m == 0 || mass < stop)) {   /* at least one */
+        if (h == 0) return n < s->vocab ? -1 : m;
+        s->sel[m] = heap_pop(s->heap, &h);
+        s->weight[m] = temp_weight(s->sel[m].logit, max, s->p.temperature);
+        mass += s->weight[m++];
+    }
+    return m;
+}
+
 /* Top-k and top-p: pops candidates best first into s->sel until k are taken or
  * their share of the probability reaches p. With top-k on, top-p applies to the
- * k survivors renormalized (as HF does). Returns how many are kept. */
+ * k survivors renormalized (as HF does). Returns how many are kept.
+ * Only logits >= a floor go into the heap: the best ones, in the same total
+ * order, so the pops are the ones a heap of the whole vocabulary gives as
+ * long as it does not run out; if it does, the floor goes down (at last: no
+ * floor, every logit). */
 static int select_top(Sampler *s, const float *logits, float max) {
     const SamplerParams *p = &s->p;
-    int V = s->vocab, h = V, m = 0;
+    int V = s->vocab, m = -1;
     bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
-    heap_build(s->heap, logits, V);
     double stop = INFINITY;   /* pop until the kept mass reaches this */
     if (p_on && !k_on) {
+        weights_of(logits, V, max, p->temperature, s->cum); /* scratch: the terms, summed in order */
         double z = 0.0;
-        for (int i = 0; i < V; i++) z += temp_weight(logits[i], max, p->temperature);
+        for (int i = 0; i < V; i++) z += s->cum[i];
         stop = (double)p->top_p * z;
     }
     int limit = k_on ? p->top_k : V;
-    double mass = 0.0;
-    while (m < limit && (m == 0 || mass < stop)) {   /* at least one */
-        s->sel[m] = heap_pop(s->heap, &h);
-        s->weight[m] = temp_weight(s->sel[m].logit, max, p->temperature);
-        mass += s->weight[m++];
+    if (!has_nan(logits, V)) /* a NaN sits somewhere in a heap of all: keep that heap's order */
+        for (double below = 16.0 * p->temperature; m < 0 && below < 1e30; below *= 4.0) {
+            int n = at_least(logits, V, (float)((double)max - below), s->ids);
+            if (n == V) break;
+            if (k_on && n < limit) continue; /* top-k: fewer than k cannot do */
+            heap_build(s->heap, logits, s->ids, n);
+            m = pop_best(s, n, limit, stop, max);
+        }
+    if (m < 0) {
+        heap_build(s->heap, logits, NULL, V);
+        m = pop_best(s, V, limit, stop, max);
     }
     if (k_on && p_on) {   /* the smallest prefix of the k holding a share p of them */
         double z = 0.0, cum = 0.0;
@@ -233,21 +404,27 @@ static int select_top(Sampler *s, const float *logits, float max) {
     return m;
 }
 
-/* Draws index i of weight[0..n) with probability weight[i] / sum. */
-static int draw(Rng *rng, const double *weight, int n, double *sum_out) {
+/* Draws index i of weight[0..n) with probability weight[i] / sum: the first
+ * i whose running sum cum[i] exceeds a uniform draw times the sum. The sums
+ * are kept (cum), so finding i is a binary search: they never decrease, as
+ * the weights are >= 0. */
+static int draw(Rng *rng, const double *weight, double *cum, int n, double *sum_out) {
     double sum = 0.0;
     int last = 0;
     for (int i = 0; i < n; i++) {
         sum += weight[i];
+        cum[i] = sum;
         if (weight[i] > 0.0) last = i;
     }
-    double target = rng_uniform(rng) * sum, cum = 0.0;
+    double target = rng_uniform(rng) * sum;
     *sum_out = sum;
-    for (int i = 0; i < n; i++) {
-        cum += weight[i];
-        if (target < cum) return i;
+    int lo = 0, hi = n; /* the first i in [lo, hi) with target < cum[i], or n */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (target < cum[mid]) hi = mid;
+        else lo = mid + 1;
     }
-    return last;   /* rounding left target at the very end */
+    return lo < n ? lo : last;   /* none: rounding left target at the very end */
 }
 
 int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
@@ -262,14 +439,14 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
         n = select_top(s, l, max);
     } else {   /* the whole vocabulary, in id order */
         n = s->vocab;
-        for (int i = 0; i < n; i++) s->weight[i] = temp_weight(l[i], max, p->temperature);
+        weights_of(l, n, max, p->temperature, s->weight);
     }
     if (p->min_p > 0.0f) {   /* drop tokens below min_p times the best one (whose weight is 1) */
         for (int i = 0; i < n; i++)
             if (s->weight[i] < (double)p->min_p) s->weight[i] = 0.0;
     }
     double sum;
-    int i = draw(&s->rng, s->weight, n, &sum);
+    int i = draw(&s->rng, s->weight, s->cum, n, &sum);
     if (prob) *prob = (float)(s->weight[i] / sum);
     return filtered ? s->sel[i].id : i;
 }
@@ -282,7 +459,7 @@ int sampler_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, fl
     for (int i = 0; i < vocab; i++) z += sampling_exp((double)logits[i] - max);
     double log_z = log(z);
     Cand *heap = xmalloc((size_t)vocab * sizeof *heap);
-    heap_build(heap, logits, vocab);
+    heap_build(heap, logits, NULL, vocab);
     int h = vocab;
     for (int i = 0; i < k; i++) {
         Cand c = heap_pop(heap, &h);

@@ -1,6 +1,7 @@
 /* test_sampling.c: the samplers, the generator and the exp of common/run/sampling.c. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,132 @@ TEST(sampling_large_vocab_stays_in_top_k) {
     }
     sampler_free(s);
     free(logits);
+}
+
+/* ---- the fast paths against the plain algorithm -------------------------------- */
+
+/* The sampler as sampling.h describes it, done the plain way: every candidate
+ * sorted (larger logit first, then the lower id), every weight one
+ * sampling_exp, sums and the draw in one loop each. */
+typedef struct {
+    float logit;
+    int32_t id;
+} RefCand;
+
+static int ref_cand_cmp(const void *a, const void *b) {
+    const RefCand *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit > y->logit ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int32_t ref_sample(const SamplerParams *p, Rng *rng, const float *l, int V, float *prob) {
+    float max = l[0];
+    for (int i = 1; i < V; i++)
+        if (l[i] > max) max = l[i];
+    bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
+    RefCand *c = xmalloc((size_t)V * sizeof *c);
+    double *w = xmalloc((size_t)V * sizeof *w);
+    for (int i = 0; i < V; i++) c[i] = (RefCand){l[i], i};
+    int n = V;
+    if (k_on || p_on) {
+        qsort(c, (size_t)V, sizeof *c, ref_cand_cmp);
+        double stop = INFINITY, mass = 0.0;
+        if (p_on && !k_on) {
+            double z = 0.0;
+            for (int i = 0; i < V; i++) z += sampling_exp(((double)l[i] - (double)max) / (double)p->temperature);
+            stop = (double)p->top_p * z;
+        }
+        int limit = k_on ? p->top_k : V;
+        n = 0;
+        while (n < limit && (n == 0 || mass < stop)) {
+            w[n] = sampling_exp(((double)c[n].logit - (double)max) / (double)p->temperature);
+            mass += w[n++];
+        }
+        if (k_on && p_on) {
+            double z = 0.0, cum = 0.0;
+            for (int i = 0; i < n; i++) z += w[i];
+            for (int i = 0; i < n; i++) {
+                cum += w[i];
+                if (cum >= (double)p->top_p * z) {
+                    n = i + 1;
+                    break;
+                }
+            }
+        }
+    } else {
+        for (int i = 0; i < V; i++) w[i] = sampling_exp(((double)l[i] - (double)max) / (double)p->temperature);
+    }
+    if (p->min_p > 0.0f)
+        for (int i = 0; i < n; i++)
+            if (w[i] < (double)p->min_p) w[i] = 0.0;
+    double sum = 0.0, cum = 0.0;
+    int last = 0, pick = -1;
+    for (int i = 0; i < n; i++) {
+        sum += w[i];
+        if (w[i] > 0.0) last = i;
+    }
+    double target = rng_uniform(rng) * sum;
+    for (int i = 0; i < n && pick < 0; i++) {
+        cum += w[i];
+        if (target < cum) pick = i;
+    }
+    if (pick < 0) pick = last;
+    *prob = (float)(w[pick] / sum);
+    int32_t id = c[pick].id;
+    free(c);
+    free(w);
+    return id;
+}
+
+/* Random logits of one shape: spread, coarse values (ties), masked (-inf) tokens. */
+static void random_logits(Rng *r, float *l, int V, int shape) {
+    double spread = 1.0 + 4.0 * (double)(shape % 4);
+    for (int i = 0; i < V; i++) {
+        double u = rng_uniform(r) + rng_uniform(r) + rng_uniform(r) - 1.5; /* about normal */
+        double v = spread * u + (rng_uniform(r) < 0.001 ? 12.0 : 0.0);
+        if (shape & 4) v = floor(v * 4.0) / 4.0;
+        l[i] = (float)v;
+        if ((shape & 8) && rng_uniform(r) < 0.7) l[i] = -INFINITY;
+    }
+}
+
+TEST(sampling_fast_paths_draw_as_the_plain_algorithm) {
+    static const float temps[] = {0.05f, 0.3f, 0.7f, 1.0f, 1.6f};
+    static const int top_ks[] = {0, 1, 20, 40, 2000};
+    static const float top_ps[] = {1.0f, 0.8f, 0.95f, 0.9999f};
+    static const float min_ps[] = {0.0f, 0.05f};
+    static const int vocabs[] = {7, 1001, 20011, 151936};
+    Rng gen;
+    rng_seed(&gen, 99);
+    int cases = 0, bad = 0;
+    for (int v = 0; v < 4; v++) {
+        int V = vocabs[v], seeds = V > 100000 ? 6 : 40;
+        float *l = xmalloc((size_t)V * sizeof *l);
+        for (int seed = 0; seed < seeds; seed++) {
+            random_logits(&gen, l, V, seed);
+            SamplerParams p = sampler_params_default();
+            p.temperature = temps[seed % 5];
+            p.top_k = top_ks[(seed / 5 + v) % 5];
+            p.top_p = top_ps[(seed / 2 + v) % 4];
+            p.min_p = min_ps[seed % 2];
+            p.seed = 1000 + (uint64_t)seed;
+            Sampler *s = sampler_create(&p, V);
+            Rng ref;
+            rng_seed(&ref, p.seed);
+            for (int k = 0; k < 3; k++, cases++) {
+                float got_p, want_p;
+                int32_t got = sampler_sample(s, l, &got_p), want = ref_sample(&p, &ref, l, V, &want_p);
+                if (got != want || memcmp(&got_p, &want_p, sizeof got_p) != 0) {
+                    if (bad++ < 5)
+                        fprintf(stderr, "    V %d T %g k %d p %g min_p %g seed %d: token %d p %.9g, want %d p %.9g\n", V,
+                                p.temperature, p.top_k, p.top_p, p.min_p, seed, got, got_p, want, want_p);
+                }
+            }
+            sampler_free(s);
+        }
+        free(l);
+    }
+    CHECK_MSG(bad == 0, "%d of %d draws differ from the plain algorithm", bad, cases);
 }
 
 /* ---- penalties ----------------------------------------------------------------- */
