@@ -85,3 +85,14 @@ BENCH_AB_TYPE ?= $(firstword $(BENCH_TYPES))
 bench-ab: $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf
 	tools/bench/ab.sh $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_AB_TYPE).gguf \
 	  $(BENCH_DIR) $(or $(strip $(BENCH_AB_LOAD)),16 8 16 64) '--backend parallel $(if $(filter-out 0,$(BENCH_THREADS)),--threads $(BENCH_THREADS))'
+
+# What choosing a token costs, per sampler setting (tools/bench/sampling_bench.c).
+#> make bench-sampling                         ms per chosen token at Qwen3's 151,936-token vocabulary, per
+#>                                             sampler setting: medians of interleaved rounds, and the spread
+$(BUILD)/tools/sampling-bench: tools/bench/sampling_bench.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(COMMON_INC) -o $@ $^ $(LDLIBS)
+EXTRA_TOOLS += $(BUILD)/tools/sampling-bench
+.PHONY: bench-sampling
+bench-sampling: $(BUILD)/tools/sampling-bench
+	$(BUILD)/tools/sampling-bench

@@ -48,10 +48,37 @@ void embed_row(float *out, const Tensor *table, int32_t id) {
     dequant_row(table->type, tensor_row(table, id), out, table->ne[0]);
 }
 
+/* The first i whose logit is the largest: the largest value with 8 lanes of
+ * max_ps (which keeps its second operand, the lane's max, when a logit is
+ * NaN, as the scalar loop skips NaNs), then the first i holding it. A NaN
+ * at 0 keeps 0, as in the scalar loop. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx2"))) static int32_t argmax_avx2(const float *logits, int n) {
+    if (logits[0] != logits[0]) return 0;
+    __m256 m = _mm256_set1_ps(logits[0]);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(logits + i), m);
+    float lanes[8], max = logits[0];
+    _mm256_storeu_ps(lanes, m);
+    for (int k = 0; k < 8; k++)
+        if (lanes[k] > max) max = lanes[k];
+    for (; i < n; i++)
+        if (logits[i] > max) max = logits[i];
+    int32_t best = 0;
+    while (!(logits[best] == max)) best++;
+    return best;
+}
+#endif
+
 int32_t argmax(const float *logits, int n, float *prob) {
     int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) best = argmax_avx2(logits, n);
+    else
+#endif
+        for (int i = 1; i < n; i++)
+            if (logits[i] > logits[best]) best = i;
     if (prob) {
         double sum = 0.0;
         for (int i = 0; i < n; i++) sum += exp((double)logits[i] - logits[best]);
