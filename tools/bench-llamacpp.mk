@@ -10,14 +10,16 @@
 #>                                             batched decode (B = 1 2 4 8), ours, theirs and the ratio;
 #>                                             builds llama.cpp first (npm pack node-llama-cpp, cmake,
 #>                                             minutes); knobs:
-#>   BENCH_LLAMACPP_TYPES=...                  weight types (default: f32 f16 bf16 q8_0 q4_0, 5.8 GB of models)
-#>   BENCH_LLAMACPP_ROUNDS=N                   rounds, ours then theirs per type (default: 2)
+#>   BENCH_LLAMACPP_TYPES=...                  weight types (default: f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m
+#>                                             q6_k iq4_xs, the types people download; 7.5 GB of models)
+#>   BENCH_LLAMACPP_ROUNDS=N                   rounds, ours then theirs per type; the tables give the
+#>                                             median round and the spread (default: 3)
 #>   BENCH_LLAMACPP_REPS=N                     pp and tg runs per round, after a warm-up (default: 2)
 #>   BENCH_LLAMACPP_THREADS=N                  threads on both sides (default: 2)
 #>   BENCH_LLAMACPP_BATCHES="1 2 4 8"          batched-decode batch sizes ("": none)
 #> make llamacpp-build                         only build llama.cpp's two benchmarks, in build/llamacpp
-BENCH_LLAMACPP_TYPES   ?= f32 f16 bf16 q8_0 q4_0
-BENCH_LLAMACPP_ROUNDS  ?= 2
+BENCH_LLAMACPP_TYPES   ?= f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k iq4_xs
+BENCH_LLAMACPP_ROUNDS  ?= 3
 BENCH_LLAMACPP_REPS    ?= 2
 BENCH_LLAMACPP_THREADS ?= 2
 BENCH_LLAMACPP_BATCHES ?= 1 2 4 8

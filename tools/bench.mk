@@ -7,8 +7,8 @@
 #>                                             chapter, type and backend; first says the disk space its
 #>                                             models take and checks it; knobs (make variables):
 #>   BENCH_TYPES=...                           weight types, any mkmodel --type (default: q8_0 q4_0, 1.0 GB
-#>                                             of models; all: f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k; q4_0 is
-#>                                             llama-quantize's mix with Q4_1)
+#>                                             of models; all: f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k
+#>                                             iq4_xs; q4_0 is llama-quantize's mix with Q4_1)
 #>   BENCH_BACKENDS=...                        backends (default: simd parallel; scalar: minutes per type)
 #>   BENCH_THREADS=N                           parallel threads (default: one per core)
 #>   BENCH_TOKENS=N                            new tokens (default: 64; chapters without a KV cache: 4)
@@ -24,7 +24,7 @@
 #>                                             --max-concurrent 1 then C (default "16 8 16 64"; "": none)
 
 BENCH_TYPES    ?= q8_0 q4_0
-override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q5_k_m q6_k,$(BENCH_TYPES))
+override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k iq4_xs,$(BENCH_TYPES))
 BENCH_BACKENDS ?= simd parallel
 BENCH_THREADS  ?= 0
 BENCH_TOKENS   ?= 64

@@ -2,7 +2,7 @@
  * the same model files and machine, in one run (`make bench-llamacpp`).
  *
  *   bench-llamacpp --llamacpp BINDIR --pp-tg PATH --batched PATH --membw PATH
- *                  [--models DIR] [--out DIR] [--types "f32 f16 bf16 q8_0 q4_0"] [--rounds 2]
+ *                  [--models DIR] [--out DIR] [--types "f32 f16 bf16 q8_0 q4_0 ..."] [--rounds 3]
  *                  [--reps 2] [--threads 2] [--pp 128] [--tg 64] [--batches "1 2 4 8"]
  *                  [--batch-prompt 128] [--batch-steps 64] [--source NOTE]
  *
@@ -16,8 +16,10 @@
  *   batched decode      III.7's batched-bench against llama-batched-bench
  *                       -npp PROMPT -ntg STEPS -npl 1,2,4,8: aggregate tokens/s
  *                       of the decode steps of B sequences at once (S_TG).
- * A figure is the best over runs and rounds, on both sides; the ratio column
- * also gives the range of the ratios of single rounds (the noise).
+ * A round's figure is the best of its runs (as llama-bench's best sample); a
+ * table's figure is the median of the rounds', on both sides, and the ratio
+ * column gives the ratio of the medians and, in brackets, the range of the
+ * ratios of single rounds (the spread: the noise of a shared machine).
  * Then the bandwidth check: tools/membw's read bandwidth against what each
  * engine's decode implies (weight bytes read per token x tokens/s): decode can
  * read no faster than the machine, so an engine "above" the limit means the
@@ -74,9 +76,9 @@ static int usage(FILE *f, int rc) {
 }
 
 static int parse(Options *o, int argc, char **argv) {
-    *o = (Options){.models = "build/bench/models", .out = "build/bench", .source = "", .rounds = 2, .reps = 2,
+    *o = (Options){.models = "build/bench/models", .out = "build/bench", .source = "", .rounds = 3, .reps = 2,
                    .threads = 2, .pp = 128, .tg = 64, .batch_prompt = 128, .batch_steps = 64};
-    o->n_types = bench_split("f32 f16 bf16 q8_0 q4_0", o->types, MAX_LIST);
+    o->n_types = bench_split("f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k iq4_xs", o->types, MAX_LIST);
     const char *batches = "1 2 4 8";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -232,10 +234,26 @@ static double best(const double *x, int n) {
     return b;
 }
 
-/* "0.46 (0.45-0.47)": the ratio of the bests and the range over rounds; "-"
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of the rounds that gave a figure (> 0), 0 if none did. */
+static double median(const double *x, int n) {
+    double v[MAX_ROUNDS];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (x[i] > 0) v[m++] = x[i];
+    if (m == 0) return 0;
+    qsort(v, (size_t)m, sizeof *v, cmp_double);
+    return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
+/* "0.46 (0.45-0.47)": the ratio of the medians and the range over rounds; "-"
  * when a side is missing. */
 static void ratio_text(const Figure *f, int rounds, char *s, size_t size) {
-    double ours = best(f->ours, rounds), theirs = best(f->theirs, rounds), lo = 0, hi = 0;
+    double ours = median(f->ours, rounds), theirs = median(f->theirs, rounds), lo = 0, hi = 0;
     if (ours <= 0 || theirs <= 0) {
         snprintf(s, size, "-");
         return;
@@ -283,34 +301,35 @@ static void print_tables(FILE *f, const Options *o, const Machine *m, const Type
             o->source, o->threads, o->rounds, o->rounds == 1 ? "" : "s");
     fprintf(f, "Prefill = pp%d (%d-token prompt into an empty cache, after a warm-up run); decode = tg%d (%d\n"
                "pseudo-random tokens one at a time from an empty cache, after a warm-up step): ours\n"
-               "tools/bench/pp_tg.c (chapter III.7, paged cache, parallel backend), theirs llama-bench -p %d -n %d -r %d; best of %d runs a round.\n"
+               "tools/bench/pp_tg.c (chapter III.7, paged cache, parallel backend), theirs llama-bench -p %d -n %d -r %d; best of %d runs a round,\n"
+               "the median of the rounds in the table.\n"
                "Cold = our very first prefill in a fresh process (it also faults in every weight page).\n"
-               "Ratio = ours / llama.cpp of the best figures; in brackets the range of single rounds.\n\n",
+               "Ratio = ours / llama.cpp of the medians; in brackets the range of single rounds' ratios (the spread).\n\n",
             o->pp, o->pp, o->tg, o->tg, o->pp, o->tg, o->reps, o->reps);
     fprintf(f, "| type | prefill cold, ours | prefill ours | prefill llama.cpp | ratio | decode ours | decode llama.cpp "
                "| ratio |\n|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         const TypeResult *t = &res[i];
-        num_text(best(t->f[FIG_COLD].ours, o->rounds), a, sizeof a);
-        num_text(best(t->f[FIG_PP].ours, o->rounds), b, sizeof b);
-        num_text(best(t->f[FIG_PP].theirs, o->rounds), c, sizeof c);
+        num_text(median(t->f[FIG_COLD].ours, o->rounds), a, sizeof a);
+        num_text(median(t->f[FIG_PP].ours, o->rounds), b, sizeof b);
+        num_text(median(t->f[FIG_PP].theirs, o->rounds), c, sizeof c);
         ratio_text(&t->f[FIG_PP], o->rounds, d, sizeof d);
-        num_text(best(t->f[FIG_TG].ours, o->rounds), e, sizeof e);
-        num_text(best(t->f[FIG_TG].theirs, o->rounds), g, sizeof g);
+        num_text(median(t->f[FIG_TG].ours, o->rounds), e, sizeof e);
+        num_text(median(t->f[FIG_TG].theirs, o->rounds), g, sizeof g);
         ratio_text(&t->f[FIG_TG], o->rounds, h, sizeof h);
         fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", t->type, a, b, c, d, e, g, h);
     }
     if (o->n_batches) {
         fprintf(f, "\nBatched decode: B sequences, each with a %d-token prompt, then %d decode steps that run all B\n"
                    "at once; aggregate tokens/s of those steps (S_TG): ours chapter III.7's batched-bench, theirs\n"
-                   "llama-batched-bench -npp %d -ntg %d -npl LIST; one run a round, the best round kept.\n\n",
+                   "llama-batched-bench -npp %d -ntg %d -npl LIST; one run a round, the median of the rounds.\n\n",
                 o->batch_prompt, o->batch_steps, o->batch_prompt, o->batch_steps);
         fprintf(f, "| type | B | ours tok/s | llama.cpp tok/s | ratio |\n|---|---|---|---|---|\n");
         for (int i = 0; i < n; i++)
             for (int k = 0; k < o->n_batches; k++) {
                 const Figure *fig = &res[i].f[FIG_BATCHED + k];
-                num_text(best(fig->ours, o->rounds), a, sizeof a);
-                num_text(best(fig->theirs, o->rounds), b, sizeof b);
+                num_text(median(fig->ours, o->rounds), a, sizeof a);
+                num_text(median(fig->theirs, o->rounds), b, sizeof b);
                 ratio_text(fig, o->rounds, d, sizeof d);
                 fprintf(f, "| %s | %d | %s | %s | %s |\n", res[i].type, o->batches[k], a, b, d);
             }
@@ -356,7 +375,7 @@ static void write_json(const char *path, const Options *o, const Machine *m, con
         for (int k = 0; k < t->n_f; k++) {
             const Figure *fig = &t->f[k];
             fprintf(f, "%s{\"figure\":\"%s\",\"ours\":%.3f,\"theirs\":%.3f,", k ? "," : "", fig->name,
-                    best(fig->ours, o->rounds), best(fig->theirs, o->rounds));
+                    median(fig->ours, o->rounds), median(fig->theirs, o->rounds));
             json_rounds(f, "ours_rounds", fig->ours, o->rounds);
             fprintf(f, ",");
             json_rounds(f, "theirs_rounds", fig->theirs, o->rounds);
