@@ -404,20 +404,29 @@ static int select_top(Sampler *s, const float *logits, float max) {
     return m;
 }
 
-/* Draws index i of weight[0..n) with probability weight[i] / sum: the first
- * i whose running sum cum[i] exceeds a uniform draw times the sum. The sums
- * are kept (cum), so finding i is a binary search: they never decrease, as
- * the weights are >= 0. */
-static int draw(Rng *rng, const double *weight, double *cum, int n, double *sum_out) {
-    double sum = 0.0;
-    int last = 0;
-    for (int i = 0; i < n; i++) {
+/* min-p: drops the weights below min_p times the best one's (which is 1). */
+static void cut_min_p(double *weight, int n, float min_p) {
+    if (min_p <= 0.0f) return;
+    for (int i = 0; i < n; i++)
+        if (weight[i] < (double)min_p) weight[i] = 0.0;
+}
+
+/* The running sums of weight[] over [i0, i1) into cum[], going on from sum;
+ * *last becomes the last i with a weight > 0. Returns the sum at i1. */
+static double running_sums(const double *weight, double *cum, int i0, int i1, double sum, int *last) {
+    for (int i = i0; i < i1; i++) {
         sum += weight[i];
         cum[i] = sum;
-        if (weight[i] > 0.0) last = i;
+        if (weight[i] > 0.0) *last = i;
     }
+    return sum;
+}
+
+/* Draws index i of n with probability weight[i] / sum: the first i whose
+ * running sum cum[i] exceeds a uniform draw times the sum. The sums never
+ * decrease (the weights are >= 0), so that i is found by binary search. */
+static int pick(Rng *rng, const double *cum, int n, double sum, int last) {
     double target = rng_uniform(rng) * sum;
-    *sum_out = sum;
     int lo = 0, hi = n; /* the first i in [lo, hi) with target < cum[i], or n */
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
@@ -427,6 +436,10 @@ static int draw(Rng *rng, const double *weight, double *cum, int n, double *sum_
     return lo < n ? lo : last;   /* none: rounding left target at the very end */
 }
 
+/* Logits weighed a block at a time, the block's sums made while its weights
+ * are still in the fastest cache. */
+#define SAMPLE_BLOCK 512
+
 int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
     const SamplerParams *p = &s->p;
     const float *l = apply_penalties(s, logits);
@@ -434,19 +447,22 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
 
     float max = max_logit(l, s->vocab);
     bool filtered = (p->top_k > 0 && p->top_k < s->vocab) || p->top_p < 1.0f;
-    int n;
+    int n, last = 0;
+    double sum = 0.0;
     if (filtered) {
         n = select_top(s, l, max);
+        cut_min_p(s->weight, n, p->min_p);
+        sum = running_sums(s->weight, s->cum, 0, n, 0.0, &last);
     } else {   /* the whole vocabulary, in id order */
         n = s->vocab;
-        weights_of(l, n, max, p->temperature, s->weight);
+        for (int i0 = 0; i0 < n; i0 += SAMPLE_BLOCK) {
+            int i1 = n - i0 < SAMPLE_BLOCK ? n : i0 + SAMPLE_BLOCK;
+            weights_of(l + i0, i1 - i0, max, p->temperature, s->weight + i0);
+            cut_min_p(s->weight + i0, i1 - i0, p->min_p);
+            sum = running_sums(s->weight, s->cum, i0, i1, sum, &last);
+        }
     }
-    if (p->min_p > 0.0f) {   /* drop tokens below min_p times the best one (whose weight is 1) */
-        for (int i = 0; i < n; i++)
-            if (s->weight[i] < (double)p->min_p) s->weight[i] = 0.0;
-    }
-    double sum;
-    int i = draw(&s->rng, s->weight, s->cum, n, &sum);
+    int i = pick(&s->rng, s->cum, n, sum, last);
     if (prob) *prob = (float)(s->weight[i] / sum);
     return filtered ? s->sel[i].id : i;
 }
