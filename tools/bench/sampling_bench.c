@@ -12,6 +12,7 @@
  * the choice runs on one thread, and on a shared machine its CPU time is its
  * cost while the wall clock also counts the other programs. Never part of
  * make test. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,10 @@ int main(int argc, char **argv) {
         else if (i + 1 < argc && strcmp(argv[i], "--tokens") == 0) tokens = atoi(argv[++i]);
         else if (i + 1 < argc && strcmp(argv[i], "--rounds") == 0) rounds = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: sampling-bench [--vocab N] [--tokens N] [--rounds N]\n");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+            bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+            fprintf(help ? stdout : stderr, "usage: sampling-bench [--vocab N] [--tokens N] [--rounds N]\n"
+                                            "Times sampler_sample per sampler setting (see tools/bench/sampling_bench.c).\n");
+            return help ? 0 : 2;
         }
     }
     if (vocab < 2 || tokens < 1 || rounds < 1 || rounds > 99) {
