@@ -59,7 +59,7 @@ book-coverage: $(TEST_MODELS)
 # under tools/loadgen.
 BENCH_JSON    ?= $(BUILD)/bench/bench.json
 BENCH_AB_JSON ?= $(BUILD)/bench/ab.json
-book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(BUILD)/tools/loadgen $(DEFAULT_MODEL)
+book-figures: $(BUILD)/tools/book-figures book-setup $(ALL_PROGRAMS) $(BUILD)/tools/loadgen $(BUILD)/tools/kv-bench $(DEFAULT_MODEL)
 	@$(BUILD)/tools/book-figures --out $(BOOK_OUT)/figures --build $(BUILD) --model $(DEFAULT_MODEL) \
 	  --chapters "$(CHAPTERS)" --bench $(BENCH_JSON) --ab $(BENCH_AB_JSON)
 
