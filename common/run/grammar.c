@@ -245,7 +245,7 @@ enum { N_MINUS, N_ZERO, N_INT, N_DOT, N_FRAC, N_E, N_ESIGN, N_EXP };        /* n
 
 typedef struct {
     uint8_t kind, sub;
-    uint8_t ws;          /* whitespace bytes in a row */
+    uint8_t ws, nl;      /* whitespace bytes in a row, and the line breaks among them */
     uint8_t flag;        /* string: an object's key; number: integers only */
     uint8_t more, lo, hi;/* string: UTF-8 continuation bytes still due, and the next one's range */
     int16_t cand;        /* object: the property (candidate) being written; literal: the candidate */
@@ -271,7 +271,13 @@ enum { FAIL, OK, AGAIN };        /* AGAIN: the frame ended before this byte; its
 static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 static bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
-static int space(Frame *f) { return f->ws < GRAMMAR_MAX_WS ? (f->ws++, OK) : FAIL; }
+/* Whitespace between values: at most GRAMMAR_MAX_WS bytes in a row, of them at
+ * most GRAMMAR_MAX_NEWLINES line breaks (a model fond of blank lines gets two). */
+static int space(Frame *f, uint8_t c) {
+    if (f->ws == GRAMMAR_MAX_WS || ((c == '\n' || c == '\r') && f->nl++ == GRAMMAR_MAX_NEWLINES)) return FAIL;
+    f->ws++;
+    return OK;
+}
 
 static Frame *push(Stack *st, uint8_t kind, const Node *n) {
     if (st->depth == GRAMMAR_MAX_DEPTH) return NULL;
@@ -283,7 +289,7 @@ static Frame *push(Stack *st, uint8_t kind, const Node *n) {
 /* The value on top is whole: pop it and move its parent on. */
 static void value_done(Stack *st) {
     Frame *p = &st->f[--st->depth - 1];
-    p->ws = 0;
+    p->ws = p->nl = 0;
     if (p->kind == F_OBJECT) p->sub = O_AFTER;
     else if (p->kind == F_ARRAY) p->sub = A_AFTER, p->count++;
     else p->sub = st->g->suffix[0] ? R_SUFFIX : R_DONE, p->pos = 0;
@@ -315,8 +321,8 @@ static bool literal_whole(const Frame *f) {
 /* The first byte of a value decides which kind it is. */
 static int value_step(Stack *st, Frame *f, uint8_t c) {
     const Node *n = f->node;
-    if (is_ws(c)) return space(f);
-    f->ws = 0;
+    if (is_ws(c)) return space(f, c);
+    f->ws = f->nl = 0;
     if (n->n_lits || ((c == 't' || c == 'f') && (n->types & T_BOOLEAN)) || (c == 'n' && (n->types & T_NULL))) {
         f->kind = F_LITERAL, f->node = n->n_lits ? n : c == 'n' ? &NULLS : &BOOLS, f->cand = 0, f->pos = 0;
         return literal_step(st, f, c) == OK ? OK : FAIL;
@@ -364,8 +370,8 @@ static int key_step(Frame *f, uint8_t c) {
 static int object_step(Stack *st, Frame *f, uint8_t c) {
     const Node *n = f->node;
     if (f->sub == O_KEY) return key_step(f, c);
-    if (is_ws(c)) return space(f);
-    f->ws = 0;
+    if (is_ws(c)) return space(f, c);
+    f->ws = f->nl = 0;
     switch (f->sub) {
     case O_OPEN:
     case O_COMMA:
@@ -394,8 +400,8 @@ static int object_step(Stack *st, Frame *f, uint8_t c) {
 
 static int array_step(Stack *st, Frame *f, uint8_t c) {
     const Node *n = f->node;
-    if (is_ws(c)) return space(f);
-    f->ws = 0;
+    if (is_ws(c)) return space(f, c);
+    f->ws = f->nl = 0;
     bool room = n->max_items < 0 || f->count < n->max_items;
     if (c == ']' && f->count >= n->min_items && (f->sub == A_OPEN || f->sub == A_AFTER)) return value_done(st), OK;
     if (f->sub == A_OPEN && room) return f->sub = A_ITEM, push(st, F_VALUE, n->items) ? AGAIN : FAIL;

@@ -21,6 +21,7 @@
 typedef enum { OAI_CHAT, OAI_COMPLETION } OaiKind;
 
 #define OAI_MAX_STOP 16
+#define OAI_MAX_CHOICES 16
 
 typedef struct {
     OaiKind kind;
@@ -41,6 +42,11 @@ typedef struct {
     bool stream, include_usage;
     int top_logprobs;           /* -1: none; chat: top_logprobs when logprobs is true; completion: logprobs */
     bool enable_thinking;       /* chat_template_kwargs.enable_thinking (default true, as Qwen3's template) */
+    Grammar *grammar;           /* response_format json_object / json_schema, compiled (grammar.h); NULL: text */
+    int32_t *bias_ids;          /* logit_bias: [n_bias] token ids and their biases */
+    float *bias;
+    int n_bias;
+    int n;                      /* choices to generate (1 to OAI_MAX_CHOICES) */
     JsonValue *doc;             /* the parsed body everything points into */
 } OaiRequest;
 
@@ -56,6 +62,7 @@ void oai_error_json(Buf *out, int status, const char *message, const char *param
 
 /* What a response says about one finished request. */
 typedef struct {
+    int index;                  /* the choice a chunk belongs to (n > 1) */
     const char *id;             /* "chatcmpl-..." / "cmpl-..." */
     long created;               /* Unix seconds */
     const char *model;
@@ -66,6 +73,18 @@ typedef struct {
  * (lp may be NULL), usage and timings. */
 void oai_response_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len,
                        const GenLogprob *lp, int n_lp, const GenResult *res);
+/* One choice of a response with n > 1. */
+typedef struct {
+    const char *text;
+    size_t len;
+    const GenLogprob *lp;       /* [n_lp] (may be NULL) */
+    int n_lp;
+    const char *finish_reason;
+} OaiChoice;
+/* The whole non-streamed response with choices[0..n): usage counts the
+ * prompt once and every choice's tokens (usage). */
+void oai_response_choices_json(Buf *out, const OaiRequest *q, const OaiReply *a, const OaiChoice *choices, int n,
+                               const GenResult *usage);
 /* One stream chunk. Chat: role (the first chunk, NULL after), text (may be
  * NULL), finish_reason (the last chunk, NULL before). Completions ignore role. */
 void oai_chunk_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *role, const char *text, size_t len,

@@ -242,6 +242,15 @@ static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const 
     end_stream(x, &hs, r, q, a, res);
 }
 
+/* Adds a piece to a reply being collected: its text, and its logprobs to lps[0..*n_lp). */
+static void collect_piece(const GenPiece *p, Buf *text, GenLogprob **lps, int *n_lp, int *cap) {
+    buf_append(text, p->text.data ? p->text.data : "", p->text.len);
+    for (int i = 0; i < p->n_lp; i++) {
+        if (*n_lp == *cap) *lps = xrealloc(*lps, sizeof **lps * (size_t)(*cap = *cap ? 2 * *cap : 64));
+        (*lps)[(*n_lp)++] = p->lp[i];
+    }
+}
+
 /* Collects r's whole reply, then answers with one JSON response. */
 static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const OaiReply *a) {
     Buf text = {0};
@@ -251,11 +260,7 @@ static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const O
     double watch = time_now_ms();
     GenPiece p;
     while (next_piece(x, r, &p, &watch) == 1) {
-        buf_append(&text, p.text.data ? p.text.data : "", p.text.len);
-        for (int i = 0; i < p.n_lp; i++) {
-            if (n_lp == cap) lps = xrealloc(lps, sizeof *lps * (size_t)(cap = cap ? 2 * cap : 64));
-            lps[n_lp++] = p.lp[i];
-        }
+        collect_piece(&p, &text, &lps, &n_lp, &cap);
         gen_piece_free(&p);
     }
     const GenResult *res = request_ended(x, r);
@@ -269,6 +274,114 @@ static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const O
     }
     buf_free(&text);
     free(lps);
+}
+
+/* ---- n > 1: the choices of one request (gen_request_group) ---------------------------------- */
+
+/* The client went away: every choice stops. */
+static void cancel_choices(const Exchange *x, GenRequest **rs, int n) {
+    for (int i = 0; x->gone && i < n; i++) gen_cancel(rs[i]);
+}
+
+/* Every choice has ended: counts them (the prompt once) into *usage, the
+ * lead's result with every choice's tokens. NULL when no one is left to answer. */
+static const GenResult *choices_ended(Exchange *x, GenRequest **rs, int n, GenResult *usage) {
+    *usage = *gen_result(rs[0]);
+    for (int i = 1; i < n; i++) {
+        GenResult one = *gen_result(rs[i]);
+        one.n_prompt = one.n_cached = 0;
+        count_generation(x->s, &one);
+        usage->n_generated += one.n_generated;
+        if (one.t_last > usage->t_last) usage->t_last = one.t_last;
+        if (one.status && !usage->status) usage->status = one.status, memcpy(usage->message, one.message, ERR_MAX);
+    }
+    return request_ended(x, rs[0]) ? usage : NULL;
+}
+
+static void whole_choices(Exchange *x, GenRequest **rs, int n, const OaiRequest *q, const OaiReply *a) {
+    Buf text[OAI_MAX_CHOICES] = {{0}};
+    GenLogprob *lps[OAI_MAX_CHOICES] = {0};
+    int n_lp[OAI_MAX_CHOICES] = {0}, cap[OAI_MAX_CHOICES] = {0};
+    double watch = time_now_ms();
+    for (int i = 0; i < n; i++) {
+        GenPiece p;
+        buf_append(&text[i], "", 0);
+        while (next_piece(x, rs[i], &p, &watch) == 1) {
+            collect_piece(&p, &text[i], &lps[i], &n_lp[i], &cap[i]);
+            gen_piece_free(&p);
+            cancel_choices(x, rs, n);
+        }
+        cancel_choices(x, rs, n);
+    }
+    GenResult usage;
+    const GenResult *res = choices_ended(x, rs, n, &usage);
+    if (res && res->status) {
+        routes_reply_error(x, res->status, res->message, NULL);
+    } else if (res) {
+        OaiChoice c[OAI_MAX_CHOICES];
+        for (int i = 0; i < n; i++) c[i] = (OaiChoice){text[i].data, text[i].len, lps[i], n_lp[i], gen_result(rs[i])->finish_reason};
+        Buf b = {0};
+        oai_response_choices_json(&b, q, a, c, n, res);
+        reply_json(x, 200, &b);
+        buf_free(&b);
+    }
+    for (int i = 0; i < n; i++) buf_free(&text[i]), free(lps[i]);
+}
+
+/* Streams the choices' pieces as they come, each chunk with its choice's
+ * index; a choice's last chunk (finish_reason) when it ends, the lead's
+ * with the usage and [DONE] at the end. */
+static void stream_choices(Exchange *x, GenRequest **rs, int n, const OaiRequest *q, const OaiReply *a) {
+    HttpStream hs = {0};
+    bool started = false, ended[OAI_MAX_CHOICES] = {0};
+    int left = n;
+    double watch = time_now_ms();
+    Buf b = {0};
+    OaiReply ai = *a;
+    while (left > 0) {
+        int waited = 0;
+        for (int i = 0; i < n; i++) {
+            if (ended[i]) continue;
+            GenPiece p;
+            int rc = gen_next(rs[i], &p, waited++ ? 0 : WATCH_MS / 10); /* wait on the first live one only */
+            if (rc == 0) continue;
+            if (!started && !x->gone) {
+                begin_stream(x, &hs, rs[0], q, a);
+                for (int k = 1; k < n && q->kind == OAI_CHAT; k++) {
+                    ai.index = k, b.len = 0;
+                    oai_chunk_json(&b, q, &ai, "assistant", "", 0, NULL, 0, NULL);
+                    write_event(x, &hs, rs[k], b.data, b.len);
+                }
+                started = true;
+            }
+            ai.index = i, b.len = 0;
+            if (rc == 1) {
+                oai_chunk_json(&b, q, &ai, NULL, p.text.data ? p.text.data : "", p.text.len, p.lp, p.n_lp, NULL);
+                gen_piece_free(&p);
+            } else {
+                ended[i] = true, left--;
+                if (i > 0 && !gen_result(rs[i])->status)
+                    oai_chunk_json(&b, q, &ai, NULL, NULL, 0, NULL, 0, gen_result(rs[i])->finish_reason);
+            }
+            if (b.len) write_event(x, &hs, rs[i], b.data, b.len);
+        }
+        double now = time_now_ms();
+        if (!x->gone && now - watch >= WATCH_MS) {
+            watch = now;
+            x->gone = client_gone(x->fd);
+        }
+        cancel_choices(x, rs, n);
+    }
+    buf_free(&b);
+    GenResult usage;
+    const GenResult *res = choices_ended(x, rs, n, &usage);
+    if (!res) return;
+    if (!started && res->status) {
+        routes_reply_error(x, res->status, res->message, NULL);
+        return;
+    }
+    if (!started) begin_stream(x, &hs, rs[0], q, a);
+    end_stream(x, &hs, rs[0], q, a, res);
 }
 
 static uint64_t fresh_seed(Server *s) {
@@ -295,18 +408,28 @@ static void route_generate(Exchange *x, OaiKind kind) {
         return;
     }
     GenInput in = {.prompt = ids, .n_prompt = n, .max_tokens = q.max_tokens, .sampling = q.sampling,
-                   .top_logprobs = q.top_logprobs, .ignore_eos = q.ignore_eos};
+                   .top_logprobs = q.top_logprobs, .ignore_eos = q.ignore_eos, .grammar = q.grammar,
+                   .bias_ids = q.bias_ids, .bias = q.bias, .n_bias = q.n_bias};
     if (!q.seeded) in.sampling.seed = fresh_seed(s);
     snprintf(in.id, sizeof in.id, "%s-%08lx%08x", kind == OAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long)s->started,
              atomic_fetch_add(&s->next_id, 1));
-    GenRequest *r = gen_request_create(&in, s->cfg.tok, q.stop, q.n_stop);
+    GenRequest *rs[OAI_MAX_CHOICES];
+    for (int i = 0; i < q.n; i++) {   /* choice i draws with seed + i: as a request alone with that seed would */
+        GenInput choice = in;
+        choice.sampling.seed = in.sampling.seed + (uint64_t)i;
+        rs[i] = gen_request_create(&choice, s->cfg.tok, q.stop, q.n_stop);
+    }
+    if (q.n > 1) gen_request_group(rs, q.n);
+    GenRequest *r = rs[0];
     free(ids);
     int rc = s->engine->submit(s->engine, r, err);
     if (rc != 0) {
         routes_reply_error(x, rc, err, NULL);
     } else {
         OaiReply a = {.id = in.id, .created = (long)time(NULL), .model = s->cfg.model_name, .tok = s->cfg.tok};
-        if (q.stream) stream_reply(x, r, &q, &a);
+        if (q.n > 1 && q.stream) stream_choices(x, rs, q.n, &q, &a);
+        else if (q.n > 1) whole_choices(x, rs, q.n, &q, &a);
+        else if (q.stream) stream_reply(x, r, &q, &a);
         else whole_reply(x, r, &q, &a);
         const GenResult *res = gen_result(r);
         if (!x->note[0])
@@ -314,7 +437,7 @@ static void route_generate(Exchange *x, OaiKind kind) {
                      res->n_cached, res->n_generated, res->finish_reason ? res->finish_reason : "-",
                      x->gone ? ", client gone: cancelled" : "");
     }
-    gen_request_free(r);
+    for (int i = 0; i < q.n; i++) gen_request_free(rs[i]);
     oai_request_free(&q);
 }
 
