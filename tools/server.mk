@@ -2,8 +2,8 @@
 # starts each chapter's chat-server on a free port of 127.0.0.1 and talks to
 # it over real sockets, in C and through the official `openai` npm client.
 # make test runs them with the rest.
-#> make server-test-deps                       the openai npm client for the server tests, in build/node
-#>                                             (npm installed from Debian as root if missing)
+#> make server-test-deps                       the openai and @langchain/openai npm clients for the server
+#>                                             tests, in build/node (npm installed from Debian as root if missing)
 #> make memcheck-server                        the server's parsers and a chat-server under valgrind (part of
 #>                                             make memcheck)
 
@@ -32,11 +32,27 @@ $(BUILD)/node/node_modules/openai/package.json:
 	  $(NPM_INSTALL_OPENAI) || echo "server tests: 'npm install openai' failed: the openai client test will be skipped"; \
 	else echo "server tests: node or npm not found: the openai client test will be skipped (make server-test-deps)"; fi
 
+# LangChain's ChatOpenAI, for withStructuredOutput (structured output by
+# constrained sampling): @langchain/openai 1.2.0 with @langchain/core 1.1.8
+# and zod 3, pinned: the last versions that run on Node.js 20 (newer ones want
+# 22). On an older Node.js it is not installed and its test is skipped.
+NODE_LANGCHAIN = $(BUILD)/node/node_modules/@langchain/openai/package.json
+NPM_INSTALL_LANGCHAIN = mkdir -p $(BUILD)/node && \
+	major=$$(node -p 'process.versions.node.split(".")[0]') && \
+	if [ "$$major" -ge 20 ]; then npm install --prefix $(BUILD)/node --no-audit --no-fund --loglevel=error \
+	  @langchain/openai@1.2.0 @langchain/core@1.1.8 zod@3.25.76; \
+	else echo "server tests: Node.js $$major: @langchain/openai needs 20 or later, its test will be skipped"; fi
+$(BUILD)/node/node_modules/@langchain/openai/package.json: | $(NODE_OPENAI)
+	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
+	  $(NPM_INSTALL_LANGCHAIN) || echo "server tests: 'npm install @langchain/openai' failed: its test will be skipped"; \
+	else echo "server tests: node or npm not found: the LangChain client test will be skipped (make server-test-deps)"; fi
+
 .PHONY: server-test-deps
 server-test-deps:
 	@command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 || tools/apt-install.sh server-test-deps npm
 	@test -f $(NODE_OPENAI) || { $(NPM_INSTALL_OPENAI); }
 	@test -f $(NODE_OPENAI) || { echo "make server-test-deps: the openai package did not install" >&2; exit 1; }
+	@test -f $(NODE_LANGCHAIN) || { $(NPM_INSTALL_LANGCHAIN); }
 
 SERVER_TEST_SRC = $(wildcard tests/server/*.c)
 $(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/harness.c $(COMMON_LIB)
@@ -45,7 +61,7 @@ $(BUILD)/tests/server: $(SERVER_TEST_SRC) $(wildcard tests/server/*.h) tests/har
 	  $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
 
 EXTRA_TESTS += $(if $(SERVER_CHAPTERS),$(BUILD)/tests/server)
-test: $(SERVER_SLOW_MODEL) $(NODE_OPENAI)
+test: $(SERVER_SLOW_MODEL) $(NODE_OPENAI) $(NODE_LANGCHAIN)
 
 # The 32-client load test at full size (make test runs it small: 32 clients for
 # 3 s): 32 streaming clients for a minute against the last chapter's

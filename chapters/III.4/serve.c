@@ -8,6 +8,7 @@
 #include "serve.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +102,18 @@ static int open_sequence(Serve *s, const GenInput *in, Sequence *seq, char *err)
     return seq_init(seq, s->cfg.model, s->cfg.be, kv, cap, err);
 }
 
+/* --kv-trace: a sequence's block table and the pool after a step, one line on
+ * stderr ("3:5x3": block 3 holds 5 positions and 3 tables share it). */
+static void trace_step(const Serve *s, const Sequence *seq, int step) {
+    const KvBlockTable *t = s->cfg.trace ? kv_paged_table(seq->kv) : NULL;
+    if (!t) return;
+    Buf b = {0};
+    buf_printf(&b, "kv %s step %d: ", t->owner, step);
+    kv_pool_trace(s->cfg.pool, t, &b);
+    fputs(b.data, stderr);
+    buf_free(&b);
+}
+
 /* Prefill, then one decode step per token, each sampled by r's own Sampler,
  * until r ends itself, is cancelled or the server stops, or the sequence is
  * full. The cache goes back to the pool on every path. Returns 0 (the
@@ -121,6 +134,7 @@ static int run_request(Serve *s, GenRequest *r, char *err) {
         status = 503;
     } else {
         gen_prefill_done(r, 0);
+        trace_step(s, &seq, 0);
         for (;;) {
             int32_t token = sampler_sample(sampler, gen_constrain(r, seq.logits, s->cfg.model->cfg.vocab_size), NULL);
             sampler_accept(sampler, token);
@@ -135,6 +149,7 @@ static int run_request(Serve *s, GenRequest *r, char *err) {
                 status = 503;
                 break;
             }
+            trace_step(s, &seq, seq.n_tokens - in->n_prompt);
         }
     }
     seq_free(&seq);
@@ -176,6 +191,7 @@ static void run_choices(Serve *s, GenRequest *lead) {
         if (open_choice(s, lead, seq, opened, err) != 0) break;
         sampler[opened] = sampler_create(&gen_input(gen_choice(lead, opened))->sampling, vocab);
         gen_prefill_done(gen_choice(lead, opened), 0);
+        trace_step(s, &seq[opened], 0);
     }
     for (int i = opened; i < n; i++) status[i] = bad ? 400 : gen_cancelled(lead) ? 0 : 503;   /* never started */
     for (int live = opened; live > 0;) {
@@ -187,6 +203,7 @@ static void run_choices(Serve *s, GenRequest *lead) {
             bool done = gen_push_token(r, token, seq[i].logits) || seq[i].n_tokens == seq[i].cap;
             if (!done && stopping(s)) status[i] = 503, done = true, err_set(err, "%s", SHUTTING_DOWN);
             if (!done && seq_extend(&seq[i], &token, 1, err) != 0) status[i] = 503, done = true;
+            if (!done) trace_step(s, &seq[i], seq[i].n_tokens - gen_input(r)->n_prompt);
             if (done) seq_free(&seq[i]), live--;   /* its blocks go back at once */
         }
         finish_cancelled_waiting(s);

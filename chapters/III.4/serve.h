@@ -22,6 +22,7 @@ typedef struct {
     KvPool *pool;         /* shared by every request; NULL for basic */
     int ctx;              /* the longest sequence, prompt + generated */
     int queue;            /* requests that may wait while one runs (>= 0) */
+    bool trace;           /* --kv-trace: each step's block table and the pool (stderr) */
 } ServeConfig;
 
 /* The engine (server.h) with its worker thread started; NULL with err. It

@@ -272,7 +272,7 @@ static bool is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c ==
 static bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 
 /* Whitespace between values: at most GRAMMAR_MAX_WS bytes in a row, of them at
- * most GRAMMAR_MAX_NEWLINES line breaks (a model fond of blank lines gets two). */
+ * most GRAMMAR_MAX_NEWLINES line breaks ('\n' or '\r'). */
 static int space(Frame *f, uint8_t c) {
     if (f->ws == GRAMMAR_MAX_WS || ((c == '\n' || c == '\r') && f->nl++ == GRAMMAR_MAX_NEWLINES)) return FAIL;
     f->ws++;

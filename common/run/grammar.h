@@ -27,7 +27,9 @@
  * anyOf, pattern, format, minimum, ...) is refused, naming it.
  *
  * Bounds, so that a reply always ends: at most GRAMMAR_MAX_WS whitespace bytes
- * in a row (GRAMMAR_MAX_NEWLINES of them line breaks), strings of at most GRAMMAR_MAX_STRING characters (or maxLength),
+ * in a row (GRAMMAR_MAX_NEWLINES of them line breaks: "\n " and ", " pass, an
+ * indented pretty-print does not; a model fond of blank lines would spend its
+ * tokens on them), strings of at most GRAMMAR_MAX_STRING characters (or maxLength),
  * numbers of at most GRAMMAR_MAX_NUMBER bytes, nesting at most GRAMMAR_MAX_DEPTH
  * deep. The length of arrays and of objects without properties is bounded only
  * by max_tokens (then the reply is cut: finish_reason "length"). */
@@ -41,8 +43,8 @@
 #include "json.h"
 #include "token_trie.h"
 
-#define GRAMMAR_MAX_WS 20
-#define GRAMMAR_MAX_NEWLINES 2
+#define GRAMMAR_MAX_WS 2
+#define GRAMMAR_MAX_NEWLINES 1
 #define GRAMMAR_MAX_STRING 4096
 #define GRAMMAR_MAX_NUMBER 24
 #define GRAMMAR_MAX_DEPTH 24

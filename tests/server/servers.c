@@ -90,3 +90,28 @@ const char *openai_client_script(const char **why) {
     }
     return script;
 }
+
+const char *node_client_script(const char *name, const char *package, const char **why) {
+    static char script[512], whyb[256];
+    char module[512], cmd[1200];
+    snprintf(module, sizeof module, "%s/node/node_modules/%s/package.json", test_build_dir(), package);
+    *why = NULL;
+    if (system("node --version > /dev/null 2>&1") != 0) {
+        *why = "node is not installed: the npm client tests need it (CI installs it)";
+        return NULL;
+    }
+    if (access(module, R_OK) != 0) {
+        snprintf(whyb, sizeof whyb, "the %s npm package is missing: make test installs it with npm into build/node "
+                 "(on Node.js 20 or later)", package);
+        *why = whyb;
+        return NULL;
+    }
+    snprintf(script, sizeof script, "%s/node/%s", test_build_dir(), name);
+    snprintf(cmd, sizeof cmd, "cp 'tests/server/%s' '%s'", name, script); /* beside its node_modules */
+    if (system(cmd) != 0) {
+        snprintf(whyb, sizeof whyb, "cannot copy tests/server/%s (run from the top of the repository)", name);
+        *why = whyb;
+        return NULL;
+    }
+    return script;
+}

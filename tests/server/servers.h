@@ -24,6 +24,9 @@ const char *slow_model_path(void);
  * the installed npm package, or NULL with why it cannot run. */
 const char *openai_client_script(const char **why);
 
+/* The same for tests/server/NAME, a script that needs the npm package
+ * PACKAGE ("@langchain/openai"). */
+const char *node_client_script(const char *name, const char *package, const char **why);
 /* Does the chapter's engine run one request at a time (III.4), so that a
  * second one waits? */
 bool one_at_a_time(const char *chapter);
