@@ -5,7 +5,7 @@
  * Reading is strict about what it uses and deaf to the rest: a field this
  * server knows must have the right type and range (else a 400 naming it, as
  * OpenAI's own API answers), while fields it does not know are ignored, since
- * clients send many (user, tools, logit_bias, ...). */
+ * clients send many (user, tools, ...). */
 #ifndef OPENAI_H
 #define OPENAI_H
 
