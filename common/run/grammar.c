@@ -295,27 +295,31 @@ static void value_done(Stack *st) {
     else p->sub = st->g->suffix[0] ? R_SUFFIX : R_DONE, p->pos = 0;
 }
 
-/* Literals (true, false, null, enum values): candidates sharing the bytes so far. */
-static int literal_step(Stack *st, Frame *f, uint8_t c) {
-    const Node *n = f->node;
-    const char *cur = n->lits[f->cand];
-    for (int j = 0; j < n->n_lits; j++) {
-        const char *l = n->lits[j];
-        if ((int)strlen(l) > f->pos && strncmp(l, cur, (size_t)f->pos) == 0 && (uint8_t)l[f->pos] == c) {
-            f->cand = (int16_t)j, f->pos++;
-            return OK;
-        }
-    }
-    for (int j = 0; j < n->n_lits; j++)   /* whole already: c belongs to the parent */
-        if ((int)strlen(n->lits[j]) == f->pos && strncmp(n->lits[j], cur, (size_t)f->pos) == 0) return value_done(st), AGAIN;
-    return FAIL;
+/* Matching a text against a list of candidates (literals, an object's keys):
+ * list[lo..hi] that share the f->pos bytes read so far with list[f->cand];
+ * the first one whose next byte is c, or -1. */
+static int next_candidate(char *const *list, int lo, int hi, const Frame *f, uint8_t c) {
+    const char *cur = list[f->cand];
+    for (int j = lo; j <= hi; j++)
+        if ((int)strlen(list[j]) > f->pos && strncmp(list[j], cur, (size_t)f->pos) == 0 && (uint8_t)list[j][f->pos] == c)
+            return j;
+    return -1;
 }
 
+/* Is the text read so far one of the literals, whole? */
 static bool literal_whole(const Frame *f) {
     for (int j = 0; j < f->node->n_lits; j++)
         if ((int)strlen(f->node->lits[j]) == f->pos && strncmp(f->node->lits[j], f->node->lits[f->cand], (size_t)f->pos) == 0)
             return true;
     return false;
+}
+
+/* Literals (true, false, null, enum values). */
+static int literal_step(Stack *st, Frame *f, uint8_t c) {
+    int j = next_candidate(f->node->lits, 0, f->node->n_lits - 1, f, c);
+    if (j >= 0) return f->cand = (int16_t)j, f->pos++, OK;
+    if (literal_whole(f)) return value_done(st), AGAIN;   /* c belongs to the parent */
+    return FAIL;
 }
 
 /* The first byte of a value decides which kind it is. */
@@ -355,16 +359,11 @@ static int last_allowed(const Node *n, int i) {
  * last_allowed, matched byte by byte against their JSON text. */
 static int key_step(Frame *f, uint8_t c) {
     const Node *n = f->node;
-    const char *cur = n->keys[f->cand];
-    for (int j = f->count; j <= last_allowed(n, f->count); j++) {
-        const char *k = n->keys[j];
-        if ((int)strlen(k) > f->pos && strncmp(k, cur, (size_t)f->pos) == 0 && (uint8_t)k[f->pos] == c) {
-            f->cand = (int16_t)j, f->pos++;
-            if (k[f->pos] == '\0') f->sub = O_COLON;
-            return OK;
-        }
-    }
-    return FAIL;
+    int j = next_candidate(n->keys, f->count, last_allowed(n, f->count), f, c);
+    if (j < 0) return FAIL;
+    f->cand = (int16_t)j, f->pos++;
+    if (n->keys[j][f->pos] == '\0') f->sub = O_COLON;
+    return OK;
 }
 
 static int object_step(Stack *st, Frame *f, uint8_t c) {

@@ -69,27 +69,7 @@ ServerProc *slow_server(const char *chapter) {
     return get(slow, chapter, args);
 }
 
-const char *openai_client_script(const char **why) {
-    static char script[512];
-    char module[512], cmd[1200];
-    snprintf(module, sizeof module, "%s/node/node_modules/openai/package.json", test_build_dir());
-    *why = NULL;
-    if (system("node --version > /dev/null 2>&1") != 0) {
-        *why = "node is not installed: the openai client test needs it (CI installs it)";
-        return NULL;
-    }
-    if (access(module, R_OK) != 0) {
-        *why = "the openai npm package is missing: make test installs it with npm into build/node";
-        return NULL;
-    }
-    snprintf(script, sizeof script, "%s/node/openai_client.mjs", test_build_dir());
-    snprintf(cmd, sizeof cmd, "cp tests/server/openai_client.mjs '%s'", script); /* beside its node_modules */
-    if (system(cmd) != 0) {
-        *why = "cannot copy tests/server/openai_client.mjs (run from the top of the repository)";
-        return NULL;
-    }
-    return script;
-}
+const char *openai_client_script(const char **why) { return node_client_script("openai_client.mjs", "openai", why); }
 
 const char *node_client_script(const char *name, const char *package, const char **why) {
     static char script[512], whyb[256];
@@ -101,8 +81,8 @@ const char *node_client_script(const char *name, const char *package, const char
         return NULL;
     }
     if (access(module, R_OK) != 0) {
-        snprintf(whyb, sizeof whyb, "the %s npm package is missing: make test installs it with npm into build/node "
-                 "(on Node.js 20 or later)", package);
+        snprintf(whyb, sizeof whyb, "the %s npm package is missing: make test installs it with npm into build/node",
+                 package);
         *why = whyb;
         return NULL;
     }
@@ -114,4 +94,28 @@ const char *node_client_script(const char *name, const char *package, const char
         return NULL;
     }
     return script;
+}
+
+static bool node_client_passes(const char *script, const char *args, const char *what, const char *chapter) {
+    char cmd[2048];
+    const char *out = test_tmp_path("node.out");
+    snprintf(cmd, sizeof cmd, "node '%s' %s > '%s' 2>&1", script, args, out);
+    int rc = system(cmd);
+    size_t n;
+    char err[ERR_MAX];
+    char *text = file_read_all(out, &n, err);
+    bool ok = rc == 0 && text && strstr(text, "all ok");
+    CHECK_MSG(ok, "%s: %s failed:\n%s", chapter, what, text ? text : err);
+    free(text);
+    return ok;
+}
+
+void node_client_on_fast_servers(const char *script, const char *what) {
+    FOR_EACH_SERVER_CHAPTER(c) {
+        ServerProc *s = fast_server(c);
+        if (!s) continue;
+        char url[64];
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", s->port);
+        node_client_passes(script, url, what, c);
+    }
 }

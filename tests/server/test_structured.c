@@ -26,20 +26,7 @@ static JsonValue *post_json(int port, const char *json, int want_status, const c
 TEST(server_structured_and_choices_node_clients) {
     const char *why, *script = node_client_script("structured_client.mjs", "@langchain/openai", &why);
     if (!script) SKIP(why);
-    char cmd[2048];
-    FOR_EACH_SERVER_CHAPTER(c) {
-        ServerProc *s = fast_server(c);
-        if (!s) continue;
-        const char *out = test_tmp_path("structured.out");
-        snprintf(cmd, sizeof cmd, "node '%s' http://127.0.0.1:%d/v1 > '%s' 2>&1", script, s->port, out);
-        int rc = system(cmd);
-        size_t n;
-        char err[ERR_MAX];
-        char *text = file_read_all(out, &n, err);
-        CHECK_MSG(rc == 0 && text && strstr(text, "all ok"), "%s: the LangChain / openai clients failed:\n%s", c,
-                  text ? text : err);
-        free(text);
-    }
+    node_client_on_fast_servers(script, "the LangChain and openai clients");
 }
 
 /* At temperature 1 the default model writes stories; with a schema the reply parses and matches it. */
