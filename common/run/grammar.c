@@ -558,8 +558,8 @@ static int string_room(const Stack *st) {
 }
 
 /* st has read the depth bytes leading to node; allows every token below it
- * that keeps the text a prefix of a document. */
-static void walk(Walk *w, int32_t node, int depth, const Stack *st) {
+ * that keeps the text a prefix of a document. (st is as it came when walk returns.) */
+static void walk(Walk *w, int32_t node, int depth, Stack *st) {
     const TrieNode *nd = &w->trie->nodes[node];
     allow(w, nd->lo, nd->end);
     int room = string_room(st);
@@ -569,6 +569,12 @@ static void walk(Walk *w, int32_t node, int depth, const Stack *st) {
          * UTF-8) that fits is allowed whole, without a visit */
         if (room >= 0 && ch->classes == 0 && ch->max_len - depth <= room) {
             allow(w, ch->lo, ch->hi);
+            continue;
+        }
+        if (room > 0 && ch->byte >= 0x20 && ch->byte < 0x7f && ch->byte != '"' && ch->byte != '\\') {
+            st->f[st->depth - 1].count++;   /* one more plain character: the only change, undone after */
+            walk(w, c, depth + 1, st);
+            st->f[st->depth - 1].count--;
             continue;
         }
         Stack next;
