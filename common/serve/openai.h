@@ -30,6 +30,7 @@ typedef enum {
 } OaiToolChoice;
 
 #define OAI_MAX_STOP 16
+#define OAI_MAX_CHOICES 16
 
 typedef struct {
     OaiKind kind;
@@ -65,6 +66,11 @@ typedef struct {
     bool continue_final;        /* the last message is the assistant's: the reply continues it (no new turn) */
     char **owned;               /* [n_owned] strings the messages point to (tool call arguments sent as objects) */
     int n_owned;
+    Grammar *grammar;           /* response_format json_object / json_schema, compiled (grammar.h); NULL: text */
+    int32_t *bias_ids;          /* logit_bias: [n_bias] token ids and their biases */
+    float *bias;
+    int n_bias;
+    int n;                      /* choices to generate (1 to OAI_MAX_CHOICES) */
     JsonValue *doc;             /* the parsed body everything points into */
 } OaiRequest;
 
@@ -95,6 +101,7 @@ void oai_error_json(Buf *out, int status, const char *message, const char *param
 
 /* What a response says about one finished request. */
 typedef struct {
+    int index;                  /* the choice a chunk belongs to (n > 1) */
     const char *id;             /* "chatcmpl-..." / "cmpl-..." */
     long created;               /* Unix seconds */
     const char *model;
@@ -118,6 +125,19 @@ void oai_tool_call_chunks_json(Buf *first, Buf *second, const OaiRequest *q, con
  * message.reasoning_content when there was reasoning, message.tool_calls. */
 void oai_response_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len,
                        const GenLogprob *lp, int n_lp, const GenResult *res);
+/* One choice of a response with n > 1. */
+typedef struct {
+    const char *text;
+    size_t len;
+    const GenLogprob *lp;       /* [n_lp] (may be NULL) */
+    int n_lp;
+    const char *finish_reason;  /* oai_finish_reason of the choice's reply */
+    const ChatReply *parsed;    /* chat: the choice's reply read into reasoning, content and tool calls; NULL: all content */
+} OaiChoice;
+/* The whole non-streamed response with choices[0..n): usage counts the
+ * prompt once and every choice's tokens (usage). */
+void oai_response_choices_json(Buf *out, const OaiRequest *q, const OaiReply *a, const OaiChoice *choices, int n,
+                               const GenResult *usage);
 /* One stream chunk. Chat: role (the first chunk, NULL after), text (may be
  * NULL), finish_reason (the last chunk, NULL before). Completions ignore role. */
 void oai_chunk_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *role, const char *text, size_t len,
