@@ -396,26 +396,62 @@ static void append_parameters(Buf *b, const JsonValue *fn) {
     else buf_puts(b, "{\"type\":\"object\"}");
 }
 
-bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix) {
+/* The constraint for tool_choice required or a named function. loose: the
+ * arguments as any object (for parameters the grammar cannot enforce). */
+static bool tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix, bool loose) {
     if (r->tool_choice == OAI_TOOLS_FUNCTION) {
-        append_parameters(schema, r->functions[r->tool_choice_index]);
+        if (loose) buf_puts(schema, "{\"type\":\"object\"}");
+        else append_parameters(schema, r->functions[r->tool_choice_index]);
         *suffix = "}\n</tool_call>";
         return true;
     }
     if (r->tool_choice != OAI_TOOLS_REQUIRED) return false;
-    buf_puts(schema, "{\"anyOf\":[");
+    buf_puts(schema, "{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[");
     for (int i = 0; i < r->n_tools; i++) {
         const JsonValue *name = json_get(r->functions[i], "name");
-        buf_puts(schema, i ? ",{" : "{");
-        buf_puts(schema, "\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[");
+        if (i) buf_puts(schema, ",");
         json_append_string(schema, name->string, name->string_len);
-        buf_puts(schema, "]},\"arguments\":");
-        append_parameters(schema, r->functions[i]);
-        buf_puts(schema, "},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
     }
-    buf_puts(schema, "]}");
+    buf_puts(schema, "]},\"arguments\":");
+    if (r->n_tools == 1 && !loose) append_parameters(schema, r->functions[0]);
+    else buf_puts(schema, "{\"type\":\"object\"}");
+    buf_puts(schema, "},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
     *suffix = "\n</tool_call>";
     return true;
+}
+
+bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix) {
+    return tool_constraint(r, schema, suffix, false);
+}
+
+/* The grammar of schema (JSON Schema text) then suffix; NULL with err. */
+static Grammar *compile_schema(const Buf *schema, const char *suffix, char *err) {
+    JsonValue *js = json_parse(schema->data, schema->len, err);
+    Grammar *g = js ? grammar_create(NULL, js, suffix, err) : NULL;
+    json_free(js);
+    return g;
+}
+
+/* tool_choice required or a named function: the grammar that makes the reply
+ * after oai_reply_prefix a call. A tool's parameters with a keyword the
+ * grammar does not support still get a call whose arguments are an object. */
+static int get_tool_grammar(Ctx *c, OaiRequest *r) {
+    Buf schema = {0};
+    const char *suffix = NULL;
+    char err[ERR_MAX];
+    if (!tool_constraint(r, &schema, &suffix, false)) return 0;
+    if (r->grammar) {
+        buf_free(&schema);
+        return failf(c, "response_format", "'response_format' and 'tool_choice' %s both constrain the reply: send one of them",
+                     r->tool_choice == OAI_TOOLS_REQUIRED ? "\"required\"" : "naming a function");
+    }
+    if (!(r->grammar = compile_schema(&schema, suffix, err))) {
+        schema.len = 0;
+        tool_constraint(r, &schema, &suffix, true);
+        r->grammar = compile_schema(&schema, suffix, err);
+    }
+    buf_free(&schema);
+    return r->grammar ? 0 : failf(c, "tools", "the tools cannot be enforced: %s", err);
 }
 
 /* Token ids of a prompt given as [1, 2, 3]. */
@@ -473,7 +509,7 @@ int oai_parse_request(OaiRequest *r, OaiKind kind, const char *body, size_t len,
         return -1;
     if (get_response_format(&c, o, r) || get_logit_bias(&c, o, vocab_size, r) || get_choices(&c, o, r)) return -1;
     if (kind == OAI_CHAT)
-        return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) || get_tools(&c, o, r) ? -1 : 0;
+        return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) || get_tools(&c, o, r) || get_tool_grammar(&c, r) ? -1 : 0;
     r->parse_special = true;
     return get_bool(&c, o, "parse_special", &r->parse_special) || get_prompt(&c, o, vocab_size, r) ? -1 : 0;
 }

@@ -387,11 +387,10 @@ TEST(openai_tools_and_tool_choice) {
         oai_reply_prefix(&r, &prefix);
         CHECK_STR(prefix.data, "<tool_call>\n");
         CHECK(oai_tool_constraint(&r, &schema, &suffix));
-        CHECK_STR(schema.data, "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[\"get_weather\"]},"
-                               "\"arguments\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":"
-                               "[\"city\"]}},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false},{\"type\":"
-                               "\"object\",\"properties\":{\"name\":{\"enum\":[\"now\"]},\"arguments\":{\"type\":\"object\"}},"
-                               "\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}]}");
+        CHECK_STR(schema.data, "{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[\"get_weather\",\"now\"]},"
+                               "\"arguments\":{\"type\":\"object\"}},\"required\":[\"name\",\"arguments\"],"
+                               "\"additionalProperties\":false}");
+        CHECK(r.grammar != NULL); /* compiled: the sampler enforces it */
         CHECK_STR(suffix, "\n</tool_call>");
         buf_free(&prefix);
         buf_free(&schema);
@@ -421,4 +420,17 @@ TEST(openai_tools_and_tool_choice) {
                   "not in 'tools'", "tool_choice"));
     CHECK(refused(OAI_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"reasoning_content\":3}]}", "must be a string",
                   "messages[0].reasoning_content"));
+    CHECK(refused(OAI_CHAT, "{" MSG "," TWO_TOOLS ",\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}}",
+                  "both constrain the reply", "response_format"));
+    /* parameters the grammar cannot enforce (pattern): the call is still forced, its arguments any object */
+    if (parses(&r, OAI_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+                             "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"^x\"}}}}}],"
+                             "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}")) {
+        CHECK(r.grammar != NULL);
+        GrammarState *g = r.grammar ? grammar_start(r.grammar) : NULL;
+        const char *reply = "{\"b\": 1}}\n</tool_call>";
+        CHECK(g && grammar_feed(g, reply, strlen(reply)) && grammar_complete(g));
+        grammar_state_free(g);
+    }
+    oai_request_free(&r);
 }

@@ -1,6 +1,7 @@
 /* test_structured.c: chat-server's structured output (response_format, by
  * constrained sampling), logit_bias and n > 1, over real sockets, and through
  * LangChain's ChatOpenAI and the openai client (structured_client.mjs). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,5 +199,68 @@ TEST(server_choices_stream_with_index) {
         }
         http_reply_free(&r);
         json_free(whole);
+    }
+}
+
+/* Characters (not bytes) of a UTF-8 string. */
+static size_t characters(const char *s, size_t n) {
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) count += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return count;
+}
+
+/* A forced call's arguments: an object {"city": at most 6 characters, "unit": "c" or "f"}, nothing else. */
+static void check_weather_arguments(const char *chapter, const char *args) {
+    char err[ERR_MAX];
+    JsonValue *a = args ? json_parse(args, strlen(args), err) : NULL;
+    const JsonValue *city = a ? json_get(a, "city") : NULL, *unit = a ? json_get(a, "unit") : NULL;
+    CHECK_MSG(a && a->type == JSON_OBJECT && a->n_items == 2, "%s: arguments '%s'", chapter, args ? args : "(none)");
+    CHECK_MSG(city && city->type == JSON_STRING && characters(city->string, city->string_len) <= 6, "%s: city in '%s'",
+              chapter, args ? args : "");
+    CHECK_MSG(unit && unit->type == JSON_STRING && (!strcmp(unit->string, "c") || !strcmp(unit->string, "f")),
+              "%s: unit in '%s'", chapter, args ? args : "");
+    json_free(a);
+}
+
+/* tool_choice required and a named function go through the constrained
+ * sampler: the reply after the prefill is a valid call, its arguments
+ * matching the tool's parameters, at temperature 1, on a model whose
+ * weights are random (nothing but the grammar makes it a call). Qwen3's
+ * tools system prompt alone (some 290 tokens) is longer than the default
+ * model's context of 256, so this runs on the slow test model (mkmodel, a
+ * context of 512) with its default backend and a pool of 64 blocks for the
+ * two choices; n = 2 gives each choice its own call. */
+TEST(server_tool_choice_forces_a_valid_call) {
+    static const char *const choices[] = {"{\"type\":\"function\",\"function\":{\"name\":\"weather\"}}", "\"required\""};
+    const char *args[] = {slow_model_path(), "--kv-blocks", "64", "--queue", "2", NULL};
+    FOR_EACH_SERVER_CHAPTER(c) {
+        ServerProc s;
+        if (!server_proc_start(&s, c, args)) {
+            test_fail(__FILE__, __LINE__, "%s: the chat-server on %s did not start", c, slow_model_path());
+            continue;
+        }
+        for (int i = 0; i < 2; i++) {
+            char json[1024];
+            snprintf(json, sizeof json, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"tools\":[{\"type\":\"function\","
+                     "\"function\":{\"name\":\"weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":"
+                     "\"string\",\"maxLength\":6},\"unit\":{\"enum\":[\"c\",\"f\"]}},\"required\":[\"city\",\"unit\"],"
+                     "\"additionalProperties\":false}}}],\"tool_choice\":%s,\"temperature\":1,\"seed\":%d,\"n\":2,"
+                     "\"max_tokens\":90}", choices[i], i + 1);
+            JsonValue *v = post_json(s.port, json, 200, NULL);
+            for (int k = 0; v && k < 2; k++) {
+                char idx[4];
+                snprintf(idx, sizeof idx, "%d", k);
+                CHECK_STR(json_string_at(v, "choices", idx, "finish_reason", NULL), "tool_calls");
+                CHECK_STR(json_string_at(v, "choices", idx, "message", "tool_calls", "0", "function", "name", NULL), "weather");
+                check_weather_arguments(c, json_string_at(v, "choices", idx, "message", "tool_calls", "0", "function",
+                                                          "arguments", NULL));
+            }
+            json_free(v);
+        }
+        /* response_format constrains the reply too: asking for both is a 400 naming the conflict */
+        json_free(post_json(s.port, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}],\"tools\":[{\"type\":\"function\","
+                            "\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\",\"response_format\":{\"type\":"
+                            "\"json_object\"}}", 400, "both constrain the reply"));
+        server_proc_stop(&s, SIGTERM);
     }
 }
