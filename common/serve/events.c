@@ -21,22 +21,27 @@ struct EventSub {
     char *ring;           /* [cap] records: EventHead then the JSON, back to back, wrapping */
     size_t cap, head, used; /* head: where the oldest record starts */
     bool gap;             /* an event was dropped: drop the rest until the reader catches up, so order holds */
-    uint64_t pending;     /* dropped since the last read */
-    uint64_t dropped;     /* dropped in all */
+    uint64_t skip_mark;   /* the hub's skipped count when the gap began */
+    uint64_t pending;     /* dropped since the last read (besides those skipped since skip_mark) */
+    uint64_t dropped;     /* dropped in all (the same) */
     EventSub *next;
 };
 
 struct EventHub {
     atomic_int n_subs;
+    atomic_int n_open;    /* subscribers not in a gap: with none, an event is not even formatted */
+    atomic_ullong skipped; /* events not formatted because every subscriber was in a gap */
     pthread_mutex_t mu;   /* guards the list and every ring */
     pthread_cond_t more;  /* an event was recorded */
     EventSub *subs;
-    uint64_t next_id;
+    uint64_t next_id;     /* events recorded; an event's id also counts those skipped before it */
 };
 
 EventHub *events_create(void) {
     EventHub *h = xcalloc(1, sizeof *h);
     atomic_init(&h->n_subs, 0);
+    atomic_init(&h->n_open, 0);
+    atomic_init(&h->skipped, 0);
     pthread_mutex_init(&h->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -53,8 +58,18 @@ void events_free(EventHub *h) {
     free(h);
 }
 
+/* Can any subscriber take an event? When every one is in a gap (a stalled
+ * reader), the event is counted as skipped instead: its caller does not
+ * format it, so a stalled reader costs the engine two atomic operations. */
+static bool any_open(EventHub *h) {
+    if (atomic_load_explicit(&h->n_open, memory_order_relaxed) > 0) return true;
+    if (atomic_load_explicit(&h->n_subs, memory_order_relaxed) > 0)
+        atomic_fetch_add_explicit(&h->skipped, 1, memory_order_relaxed);
+    return false;
+}
+
 bool events_on(const EventHub *h) {
-    return h && atomic_load_explicit(&((EventHub *)h)->n_subs, memory_order_relaxed) > 0;
+    return h && any_open((EventHub *)h);
 }
 
 /* ---- the rings ------------------------------------------------------------------------------ */
@@ -86,7 +101,11 @@ static void ring_append(const EventSub *s, size_t at, size_t n, Buf *out) {
 static void ring_push(EventSub *s, uint64_t id, const char *json, size_t n) {
     size_t need = sizeof(EventHead) + n;
     if (s->gap || need > s->cap - s->used) {
-        s->gap = true;
+        if (!s->gap) {
+            s->gap = true;
+            s->skip_mark = atomic_load(&s->hub->skipped);
+            atomic_fetch_sub(&s->hub->n_open, 1);
+        }
         s->pending++;
         s->dropped++;
         return;
@@ -97,13 +116,17 @@ static void ring_push(EventSub *s, uint64_t id, const char *json, size_t n) {
     s->used += need;
 }
 
-void events_emit(EventHub *h, const char *json, size_t n) {
-    if (!events_on(h) || n > UINT32_MAX) return;
+/* Records an event nobody has counted yet. */
+static void emit(EventHub *h, const char *json, size_t n) {
     pthread_mutex_lock(&h->mu);
-    uint64_t id = h->next_id++;
+    uint64_t id = h->next_id++ + atomic_load(&h->skipped); /* its place among every event: a gap shows in the ids */
     for (EventSub *s = h->subs; s; s = s->next) ring_push(s, id, json, n);
     pthread_cond_broadcast(&h->more);
     pthread_mutex_unlock(&h->mu);
+}
+
+void events_emit(EventHub *h, const char *json, size_t n) {
+    if (h && n <= UINT32_MAX && any_open(h)) emit(h, json, n);
 }
 
 void events_emitf(EventHub *h, const char *fmt, ...) {
@@ -114,20 +137,20 @@ void events_emitf(EventHub *h, const char *fmt, ...) {
     int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n >= 0 && (size_t)n < sizeof line) {
-        events_emit(h, line, (size_t)n);
+        emit(h, line, (size_t)n); /* counted by events_on above */
         return;
     }
     char *big = xmalloc((size_t)n + 1); /* a long one: formatted again, whole */
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    events_emit(h, big, (size_t)n);
+    emit(h, big, (size_t)n);
     free(big);
 }
 
 uint64_t events_count(EventHub *h) {
     pthread_mutex_lock(&h->mu);
-    uint64_t n = h->next_id;
+    uint64_t n = h->next_id + atomic_load(&h->skipped);
     pthread_mutex_unlock(&h->mu);
     return n;
 }
@@ -148,6 +171,7 @@ EventSub *events_subscribe(EventHub *h, size_t ring_bytes, char *err) {
     s->next = h->subs;
     h->subs = s;
     atomic_fetch_add(&h->n_subs, 1);
+    atomic_fetch_add(&h->n_open, 1);
     pthread_mutex_unlock(&h->mu);
     return s;
 }
@@ -162,6 +186,7 @@ void events_unsubscribe(EventSub *s) {
             break;
         }
     atomic_fetch_sub(&h->n_subs, 1);
+    if (!s->gap) atomic_fetch_sub(&h->n_open, 1);
     pthread_mutex_unlock(&h->mu);
     free(s->ring);
     free(s);
@@ -194,13 +219,19 @@ int events_read(EventSub *s, Buf *out, int timeout_ms) {
         s->used -= sizeof eh + eh.len;
         n++;
     }
+    if (s->gap) { /* the events skipped while every subscriber was in a gap: this one's too */
+        uint64_t skipped = atomic_load(&h->skipped) - s->skip_mark;
+        s->pending += skipped;
+        s->dropped += skipped;
+        s->gap = false;
+        atomic_fetch_add(&h->n_open, 1);
+    }
     if (s->pending) {
         buf_printf(out, "data: {\"ev\":\"dropped\",\"n\":%llu,\"total\":%llu}\n\n", (unsigned long long)s->pending,
                    (unsigned long long)s->dropped);
         s->pending = 0;
         n++;
     }
-    s->gap = false;
     s->head = s->used == 0 ? 0 : s->head;
     pthread_mutex_unlock(&h->mu);
     return n;
@@ -208,7 +239,7 @@ int events_read(EventSub *s, Buf *out, int timeout_ms) {
 
 uint64_t events_dropped(EventSub *s) {
     pthread_mutex_lock(&s->hub->mu);
-    uint64_t n = s->dropped;
+    uint64_t n = s->dropped + (s->gap ? atomic_load(&s->hub->skipped) - s->skip_mark : 0);
     pthread_mutex_unlock(&s->hub->mu);
     return n;
 }

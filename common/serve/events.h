@@ -14,7 +14,8 @@
  * The engine never waits on a subscriber: a ring that is full drops the new
  * event and counts it, and the reader gets one {"ev":"dropped","n":K} event
  * where the gap is. Memory stays what the rings were given. With nobody
- * subscribed, events_on is one atomic load and nothing is formatted. Events
+ * subscribed, events_on is one atomic load and nothing is formatted; with
+ * every subscriber's ring full, it is two, and the event is only counted. Events
  * only read the engine's state: recording never changes a computed value.
  *
  * Every event carries "ev" (its kind); the hub numbers them in order (the
@@ -38,14 +39,16 @@ EventHub *events_create(void);
 /* Only when no subscriber is left (the server has stopped). */
 void events_free(EventHub *h);
 
-/* Is anyone listening? false for h NULL. Check it before formatting an event. */
+/* Can anyone take an event? false for h NULL, with no subscriber, and when
+ * every subscriber's ring is full (then the event is counted as dropped for
+ * each). Check it once before formatting an event, and skip the event if false. */
 bool events_on(const EventHub *h);
 /* Records one event, json[0..n): a JSON object. Copied into every
  * subscriber's ring that has room; dropped (and counted) by the others. */
 void events_emit(EventHub *h, const char *json, size_t n);
 /* The same, formatted; does nothing when nobody listens. */
 void events_emitf(EventHub *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Events recorded since h was made (the id the next one gets). */
+/* Events offered since h was made, recorded or skipped (the id the next one gets). */
 uint64_t events_count(EventHub *h);
 
 /* A new subscriber whose ring holds ring_bytes (0: EVENTS_RING_BYTES); it

@@ -908,7 +908,7 @@ static const Route ROUTES[] = {
 
 static bool route_matches(const Route *r, const char *path) {
     size_t n = strlen(r->path);
-    if (n > 1 && r->path[n - 1] == '/') return strncmp(path, r->path, n) == 0 && path[n]; /* "/" is the page alone */
+    if (n > 1 && r->path[n - 1] == '/') return strncmp(path, r->path, n) == 0 && path[n]; /* "/" is the page only */
     return strcmp(path, r->path) == 0;
 }
 

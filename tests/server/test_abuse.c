@@ -207,18 +207,22 @@ static void check_crowd(const ServerProc *s, bool drip, double normal_completion
     int threads_now = thread_count(s->pid); /* waiting connections hold no thread */
     CHECK_MSG(threads_now <= threads + 2, "%s: %d threads with %d connections %s, %d before", chapter, threads_now, CROWD,
               what, threads);
-    double health[7], completion = 0;
+    double health[7], completions[3];
     for (int i = 0; i < 7; i++) {
         health[i] = timed_health(port);
-        if (i == 3) completion = timed_completion(port);
+        if (i % 3 == 1) completions[i / 3] = timed_completion(port);
         usleep(100000);
     }
     qsort(health, 7, sizeof health[0], cmp_double);
+    qsort(completions, 3, sizeof completions[0], cmp_double);
+    double completion = completions[1];
     CHECK_MSG(health[6] < 1e9, "%s: /health failed with %d connections %s", chapter, CROWD, what);
     CHECK_MSG(health[3] < 100, "%s: /health took %.1f ms (median of 7) with %d connections %s", chapter, health[3],
               CROWD, what);
-    CHECK_MSG(completion < 2 * normal_completion + 100, "%s: a completion took %.1f ms (alone %.1f) with %d connections %s",
-              chapter, completion, normal_completion, CROWD, what);
+    /* a liveness bound, not a benchmark: locked out, a completion gets 503 or waits for --timeout */
+    CHECK_MSG(completions[2] < 1e9 && completion < 3 * normal_completion + 250,
+              "%s: a completion took %.1f ms (median of 3; alone %.1f) with %d connections %s", chapter, completion,
+              normal_completion, CROWD, what);
     while (time_now_ms() - start < CROWD_MS) usleep(50000);
     char buf[64];
     int still_open = 0; /* within --header-timeout (10 s) the server keeps them, answering nothing */
@@ -231,7 +235,7 @@ static void check_crowd(const ServerProc *s, bool drip, double normal_completion
     for (int i = 0; i < CROWD; i++)
         if (c.fds[i] >= 0) close(c.fds[i]);
     free(c.fds);
-    fprintf(stderr, "    %s: %d connections %s: /health median %.1f ms, completion %.1f ms (alone %.1f), %d threads\n",
+    fprintf(stderr, "    %s: %d connections %s: /health median %.1f ms, completion median %.1f ms (alone %.1f), %d threads\n",
             chapter, CROWD, what, health[3], completion, normal_completion, threads_now);
 }
 

@@ -5,8 +5,9 @@
 //
 // For III.4 and III.7 it starts BUILD/CHAPTER/chat-server on a free port,
 // sends three requests at once that share a system prompt from the page's
-// chat (after one short exchange, so that III.7 has the system prompt cached), pauses the page while they run (III.7: once two slots are busy and a
-// block is shared), and saves OUT_DIR/page-CHAPTER.png with the snippet
+// chat (after one short exchange, so that III.7 has the system prompt
+// cached), and once they have ended steps the page back to the tick that
+// shows the most (busy slots, a shared block, the queue), and saves OUT_DIR/page-CHAPTER.png with the snippet
 // OUT_DIR/page-CHAPTER.md that the book's <!-- @figure page-CHAPTER --> lines
 // stand for. A shot it cannot take becomes a note that says why
 // (.figure-missing[data-failed], which book-check reports).
@@ -77,28 +78,36 @@ async function shoot(browser, chapter) {
     await page.$eval('#max', (e) => { e.value = '150'; });
     await page.$eval('#n', (e) => { e.value = '3'; });
     await page.$eval('#input', (e) => { e.value = 'Tell me a story about the fox and the river.'; });
-    // pause on the first frame that shows what the chapter is about
-    await page.evaluate((shared) => {
-      (function watch() {
-        const busy = document.querySelectorAll('#slots tr.busy').length;
-        const ref = Math.max(0, ...[...document.querySelectorAll('#pool .blk')].map((b) => Number(b.dataset.ref)));
-        const tree = document.querySelectorAll('#tree .node .text').length;
-        const wait = document.getElementById('waiting').textContent.startsWith('waiting');
-        const gen = Math.max(0, ...[...document.querySelectorAll('#slots tr.busy td:last-child')].map((t) => Number(t.textContent)));
-        const ready = shared ? busy >= 3 && ref >= 2 && tree > 0 && gen >= 20 : busy === 1 && wait && gen >= 20;
-        if (ready) { document.getElementById('pause').click(); window.__paused = true; return; }
-        requestAnimationFrame(watch);
-      })();
-    }, chapter !== 'III.4');
     await page.click('#sendn');
-    await page.waitForFunction(() => window.__paused, { timeout: 60000 });
+    // when all three have ended, step back to the tick that shows the most: the most busy slots,
+    // then the most shared block, the most waiting, and each slot some way into its answer
+    await page.waitForFunction(() => document.querySelectorAll('.msg.assistant[data-done], .msg.error').length >= 3,
+                               { timeout: 120000 });
+    const found = await page.evaluate(() => {
+      let best = -1, score = -1;
+      state.history.forEach((snap, i) => {
+        if (!snap.slots || !snap.kv) return;
+        const busy = snap.slots.slots.filter((x) => x.state === 'busy');
+        const shared = Math.max(0, ...snap.kv.used.map((u) => u.ref));
+        const along = busy.length ? Math.min(...busy.map((x) => x.generated || 0)) : 0;
+        const sc = busy.length * 10000 + Math.min(shared, 4) * 1000 + (snap.slots.waiting || []).length * 100 + Math.min(along, 40);
+        if (sc > score) { score = sc; best = i; }
+      });
+      if (best < 0) return false;
+      state.paused = true;
+      document.getElementById('pause').textContent = 'Live';
+      state.view = best;
+      state.dirty = true;
+      return true;
+    });
+    if (!found) throw new Error('the page kept no tick to show');
     await new Promise((ok) => setTimeout(ok, 300));
     const file = path.join(out, `page-${chapter}.png`);
     await page.screenshot({ path: file, fullPage: true });
     const date = new Date().toISOString().slice(0, 16).replace('T', ' ');
     const cpu = os.cpus()[0]?.model.trim() || 'this machine';
     fs.writeFileSync(path.join(out, `page-${chapter}.md`), snippet(chapter,
-      `chat-server's page at <code>GET /</code>, paused while three requests that share a system prompt run ` +
+      `chat-server's page at <code>GET /</code>, stepped back to a tick while three requests that share a system prompt ran ` +
       `(<code>build/${chapter}/chat-server ${path.basename(model)}</code>, taken by <code>make book</code> on ` +
       `${date} UTC, ${cpu}). ${WHAT[chapter]}`));
     await page.close();
