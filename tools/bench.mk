@@ -44,6 +44,23 @@ $(BUILD)/tools/bench: tools/bench/bench.c tools/bench/batched.c tools/bench/ab.c
 	$(CC) $(CFLAGS) -Itools/bench $(COMMON_INC) -o $@ $^ $(LDLIBS)
 EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench
 
+# Constrained sampling's cost per token (common/run/grammar.c): on Qwen's real
+# vocabulary when ../shared has it, else on the bench model's (151,936 ids,
+# mostly unused fillers: say which, the tool prints the trie's size).
+#> make bench-grammar                          constrained sampling's cost per token: grammar_mask over the
+#>                                             whole vocabulary at each step of a JSON reply, with and
+#>                                             without the trie; writes build/bench/grammar.txt
+GRAMMAR_BENCH_VOCAB := $(or $(wildcard ../shared/reference/tokenizer/ggml-vocab-qwen2.gguf),$(firstword $(BENCH_MODELS)))
+$(BUILD)/tools/grammar-bench: tools/bench/grammar_bench.c $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(COMMON_INC) -o $@ $^ $(LDLIBS)
+EXTRA_TOOLS += $(BUILD)/tools/grammar-bench
+.PHONY: bench-grammar
+bench-grammar: $(BUILD)/tools/grammar-bench $(GRAMMAR_BENCH_VOCAB)
+	@mkdir -p $(BENCH_DIR)
+	$(BUILD)/tools/grammar-bench $(GRAMMAR_BENCH_VOCAB) 7 | tee $(BENCH_DIR)/grammar.txt
+bench: bench-grammar
+
 # kv-bench runs the engine of the last chapter with a paged cache in process.
 KV_BENCH_CHAPTER := $(lastword $(foreach c,$(CHAPTERS),$(if $(wildcard chapters/$(c)/kv_paged.c),$(c))))
 KV_BENCH := $(if $(KV_BENCH_CHAPTER),$(BUILD)/tools/kv-bench)

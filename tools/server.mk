@@ -33,19 +33,21 @@ $(BUILD)/node/node_modules/openai/package.json:
 	  $(NPM_INSTALL_OPENAI) || echo "server tests: 'npm install openai' failed: the openai client test will be skipped"; \
 	else echo "server tests: node or npm not found: the openai client test will be skipped (make server-test-deps)"; fi
 
-# LangChain's ChatOpenAI for the tool-call test (test_tools.c): the last
-# @langchain/openai whose engines still include Node.js 20, with its core; on
-# an older Node.js it is left out and that client's test says so and skips.
+# LangChain's ChatOpenAI, for the tool-call test (test_tools.c) and
+# withStructuredOutput (test_structured.c): @langchain/openai 1.5.8 with
+# @langchain/core 1.2.8 and zod 3, pinned exactly: versions whose engines
+# include Node.js 20. On an older Node.js it is not installed and those
+# client tests say so and skip.
 NODE_LANGCHAIN = $(BUILD)/node/node_modules/@langchain/openai/package.json
 NPM_INSTALL_LANGCHAIN = mkdir -p $(BUILD)/node && \
 	major=$$(node -p 'process.versions.node.split(".")[0]') && \
 	if [ "$$major" -ge 20 ]; then npm install --prefix $(BUILD)/node --no-audit --no-fund --loglevel=error \
-	  --save-exact @langchain/openai@1.5.8 @langchain/core@1.2.8; \
-	else echo "server tests: Node.js $$major is older than LangChain needs (20): its test will be skipped"; fi
+	  --save-exact @langchain/openai@1.5.8 @langchain/core@1.2.8 zod@3.25.76; \
+	else echo "server tests: Node.js $$major is older than LangChain needs (20): its tests will be skipped"; fi
 $(BUILD)/node/node_modules/@langchain/openai/package.json: | $(NODE_OPENAI)
 	@if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then \
-	  $(NPM_INSTALL_LANGCHAIN) || echo "server tests: 'npm install @langchain/openai' failed: the LangChain test will be skipped"; \
-	else echo "server tests: node or npm not found: the LangChain test will be skipped (make server-test-deps)"; fi
+	  $(NPM_INSTALL_LANGCHAIN) || echo "server tests: 'npm install @langchain/openai' failed: the LangChain tests will be skipped"; \
+	else echo "server tests: node or npm not found: the LangChain tests will be skipped (make server-test-deps)"; fi
 
 .PHONY: server-test-deps
 server-test-deps:

@@ -121,7 +121,7 @@ static int load(Loaded *l, Options *o, char *err) {
     l->events = events_create();
     if (l->pool) l->pool->events = l->events;
     ServeConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],
-                      .pool = l->pool, .ctx = ctx, .queue = o->queue, .events = l->events};
+                      .pool = l->pool, .ctx = ctx, .queue = o->queue, .events = l->events, .trace = o->kv.trace};
     if (!(l->engine = serve_engine_create(&sc, err))) return -1;
     if (strcmp(o->server.model_name, "model") == 0) o->server.model_name = l->name = model_name(o->model_path);
     o->server.tok = l->tok;

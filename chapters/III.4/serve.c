@@ -8,6 +8,7 @@
 #include "serve.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,6 +190,18 @@ static int open_sequence(Serve *s, const GenInput *in, Sequence *seq, char *err)
     return seq_init(seq, s->cfg.model, s->cfg.be, kv, cap, err);
 }
 
+/* --kv-trace: a sequence's block table and the pool after a step, one line on
+ * stderr ("3:5x3": block 3 holds 5 positions and 3 tables share it). */
+static void trace_step(const Serve *s, const Sequence *seq, int step) {
+    const KvBlockTable *t = s->cfg.trace ? kv_paged_table(seq->kv) : NULL;
+    if (!t) return;
+    Buf b = {0};
+    buf_printf(&b, "kv %s step %d: ", t->owner, step);
+    kv_pool_trace(s->cfg.pool, t, &b);
+    fputs(b.data, stderr);
+    buf_free(&b);
+}
+
 /* Prefill, then one decode step per token, each sampled by r's own Sampler,
  * until r ends itself, is cancelled or the server stops, or the sequence is
  * full. The cache goes back to the pool on every path. Returns 0 (the
@@ -210,8 +223,9 @@ static int run_request(Serve *s, GenRequest *r, char *err) {
     } else {
         note_step(s, r, &seq, in->n_prompt);
         gen_prefill_done(r, 0);
+        trace_step(s, &seq, 0);
         for (;;) {
-            int32_t token = sampler_sample(sampler, seq.logits, NULL);
+            int32_t token = sampler_sample(sampler, gen_constrain(r, seq.logits, s->cfg.model->cfg.vocab_size), NULL);
             sampler_accept(sampler, token);
             if (gen_push_token(r, token, seq.logits) || seq.n_tokens == seq.cap) break;
             if (stopping(s)) {
@@ -225,11 +239,81 @@ static int run_request(Serve *s, GenRequest *r, char *err) {
                 break;
             }
             note_step(s, r, &seq, 0);
+            trace_step(s, &seq, seq.n_tokens - in->n_prompt);
         }
     }
     seq_free(&seq);
     sampler_free(sampler);
     return status;
+}
+
+/* Choice i's sequence: a fork of choice 0's after the prompt (paged), or
+ * its own prefill (choice 0, or a basic cache). -1 with err. */
+static int open_choice(Serve *s, GenRequest *lead, Sequence *seq, int i, char *err) {
+    const GenInput *in = gen_input(gen_choice(lead, i));
+    if (i == 0 || !kv_paged_table(seq[0].kv))
+        return open_sequence(s, in, &seq[i], err) || seq_extend(&seq[i], in->prompt, in->n_prompt, err) ? -1 : 0;
+    if (seq_fork(&seq[i], &seq[0], in->n_prompt, err) != 0) return -1;
+    char owner[64];
+    snprintf(owner, sizeof owner, "%.40s#%d", in->id, i);   /* the pool map names each choice */
+    kv_paged_set_owner(seq[i].kv, owner);
+    return 0;
+}
+
+/* n > 1: the choices of one request (gen_request_group) read the prompt
+ * once. The other choices fork the lead's sequence: they hold every block
+ * of the prompt by reference, the last, partly filled one too, and each
+ * choice's first token copies that block before writing into it
+ * (copy-on-write, kv_paged.c). Then they decode in turn, one token each per
+ * round, each with its own Sampler (seeded seed + i by the server); a
+ * choice that ends gives its blocks back at once. Every choice is ended
+ * here (gen_finish or gen_fail). With a basic cache, which cannot share,
+ * each choice reads the prompt itself. */
+static void run_choices(Serve *s, GenRequest *lead) {
+    int n = gen_n_choices(lead), vocab = s->cfg.model->cfg.vocab_size, opened = 0;
+    Sequence *seq = xcalloc((size_t)n, sizeof *seq);
+    Sampler **sampler = xcalloc((size_t)n, sizeof *sampler);
+    int *status = xcalloc((size_t)n, sizeof *status);   /* 0: finish it, else the HTTP status it fails with */
+    char err[ERR_MAX] = "";
+    for (int i = 0; i < n; i++) gen_begin(gen_choice(lead, i));
+    note_request(s, "admit", lead);
+    bool bad = sampler_params_check(&gen_input(lead)->sampling, err) != 0;
+    for (; !bad && opened < n && !gen_cancelled(lead); opened++) {
+        if (open_choice(s, lead, seq, opened, err) != 0) break;
+        sampler[opened] = sampler_create(&gen_input(gen_choice(lead, opened))->sampling, vocab);
+        if (opened == 0) note_step(s, lead, &seq[0], gen_input(lead)->n_prompt);   /* the forks read nothing */
+        gen_prefill_done(gen_choice(lead, opened), 0);
+        trace_step(s, &seq[opened], 0);
+    }
+    for (int i = opened; i < n; i++) status[i] = bad ? 400 : gen_cancelled(lead) ? 0 : 503;   /* never started */
+    for (int live = opened; live > 0;) {
+        for (int i = 0; i < opened; i++) {
+            GenRequest *r = gen_choice(lead, i);
+            if (!seq[i].kv) continue;   /* ended */
+            int32_t token = sampler_sample(sampler[i], gen_constrain(r, seq[i].logits, vocab), NULL);
+            sampler_accept(sampler[i], token);
+            bool done = gen_push_token(r, token, seq[i].logits) || seq[i].n_tokens == seq[i].cap;
+            if (!done && stopping(s)) status[i] = 503, done = true, err_set(err, "%s", SHUTTING_DOWN);
+            if (!done && seq_extend(&seq[i], &token, 1, err) != 0) status[i] = 503, done = true;
+            if (!done) {
+                note_step(s, r, &seq[i], 0);
+                trace_step(s, &seq[i], seq[i].n_tokens - gen_input(r)->n_prompt);
+            }
+            if (done) seq_free(&seq[i]), live--;   /* its blocks go back at once */
+        }
+        finish_cancelled_waiting(s);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->running = NULL;
+    pthread_mutex_unlock(&s->mu);
+    note_request(s, "end", lead);
+    for (int i = 0; i < n; i++) {
+        seq_free(&seq[i]);
+        sampler_free(sampler[i]);
+        if (status[i]) gen_fail(gen_choice(lead, i), status[i], err);
+        else gen_finish(gen_choice(lead, i));
+    }
+    free(seq), free(sampler), free(status);
 }
 
 static void *worker_main(void *arg) {
@@ -242,6 +326,10 @@ static void *worker_main(void *arg) {
         s->position = s->generated = 0;
         pthread_mutex_unlock(&s->mu);
         if (!r) return NULL;
+        if (gen_n_choices(r) > 1) {
+            run_choices(s, r);
+            continue;
+        }
         char err[ERR_MAX];
         gen_begin(r);
         note_request(s, "admit", r);
@@ -260,12 +348,20 @@ static void *worker_main(void *arg) {
 /* Blocks a sequence of n tokens takes. */
 static long blocks_for(const KvPool *p, long n) { return (n + p->block_size - 1) / p->block_size; }
 
-/* A request that could never run: more blocks than the whole pool. */
-static int check_fits_pool(const Serve *s, const GenInput *in, char *err) {
+/* A request that could never run: more blocks than the whole pool (n > 1:
+ * the prompt's full blocks once, the rest once per choice). */
+static int check_fits_pool(const Serve *s, const GenInput *in, int choices, char *err) {
     const KvPool *p = s->cfg.pool;
     if (!p) return 0;
-    long n = in->n_prompt + (in->max_tokens > 0 ? in->max_tokens : 1);
-    if (blocks_for(p, n) <= p->n_blocks) return 0;
+    long n = in->n_prompt + (in->max_tokens > 0 ? in->max_tokens : 1), shared = in->n_prompt / p->block_size;
+    long need = shared + choices * (blocks_for(p, n) - shared);
+    if (need <= p->n_blocks) return 0;
+    if (choices > 1) {
+        err_set(err, "the request needs %ld KV blocks (%d choices of prompt %d + max_tokens %d tokens, %d per block, "
+                "the prompt's full blocks shared) but the pool has %d (--kv-blocks / --kv-mem)", need, choices,
+                in->n_prompt, in->max_tokens, p->block_size, p->n_blocks);
+        return -1;
+    }
     if (in->max_tokens > 0)
         err_set(err, "the request needs %ld KV blocks (prompt %d + max_tokens %d tokens, %d per block) but the pool has %d "
                 "(--kv-blocks / --kv-mem)", blocks_for(p, n), in->n_prompt, in->max_tokens, p->block_size, p->n_blocks);
@@ -277,7 +373,7 @@ static int check_fits_pool(const Serve *s, const GenInput *in, char *err) {
 
 static int serve_submit(Engine *e, GenRequest *r, char *err) {
     Serve *s = (Serve *)e;
-    if (check_fits_pool(s, gen_input(r), err) != 0) return 400;
+    if (check_fits_pool(s, gen_input(r), gen_n_choices(r), err) != 0) return 400;
     pthread_mutex_lock(&s->mu);
     int status = 0;
     if (s->stopping) {

@@ -23,6 +23,7 @@ typedef struct {
     int ctx;              /* the longest sequence, prompt + generated */
     int queue;            /* requests that may wait while one runs (>= 0) */
     EventHub *events;     /* what each step did, for GET /v1/events and the live page; NULL: not recorded */
+    bool trace;           /* --kv-trace: each step's block table and the pool (stderr) */
 } ServeConfig;
 
 /* The engine (server.h) with its worker thread started; NULL with err. It

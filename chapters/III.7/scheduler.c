@@ -40,6 +40,8 @@ typedef struct Job {
     int preemptions;
     int position, generated; /* after the last step, for the debug view (under mu) */
     struct Job *next;     /* the waiting list, by arrival */
+    struct Job **forks;   /* n > 1, the lead: [n_forks] the other choices, until its prompt is in */
+    int n_forks;
 } Job;
 
 typedef struct {
@@ -104,6 +106,7 @@ static void note_job(Sched *s, const char *ev, const Job *j, const char *fmt, ..
 static void job_free(Job *j) {
     sampler_free(j->sampler);
     free(j->tokens);
+    free(j->forks);
     free(j);
 }
 
@@ -211,6 +214,11 @@ static void job_end(Sched *s, Job *j, int status, const char *err, TickLog *log)
     if (log) log_job(&log->ended, j, " (%s)", status ? "failed" : gen_cancelled(j->req) ? "cancelled" : "done");
     if (status) gen_fail(j->req, status, err);
     else gen_finish(j->req);
+    for (int k = 0; k < j->n_forks; k++) {   /* choices that never forked end with their lead */
+        if (status) gen_fail(j->forks[k]->req, status, err);
+        else gen_finish(j->forks[k]->req);
+        job_free(j->forks[k]);
+    }
     job_free(j);
 }
 
@@ -336,7 +344,7 @@ static void publish(Sched *s, Job *j) {
  * when j is done (it ended itself, or its sequence is full). */
 static bool choose_next(Sched *s, Job *j) {
     double t0 = time_now_ms();
-    int32_t token = sampler_sample(j->sampler, j->seq.logits, NULL);
+    int32_t token = sampler_sample(j->sampler, gen_constrain(j->req, j->seq.logits, s->cfg.model->cfg.vocab_size), NULL);
     sampler_accept(j->sampler, token);
     j->tokens[j->n_tokens++] = token;
     bool ended = gen_push_token(j->req, token, j->seq.logits);
@@ -345,6 +353,47 @@ static bool choose_next(Sched *s, Job *j) {
     s->stats.choose_ms += ms;
     pthread_mutex_unlock(&s->mu);
     return !ended && j->seq.n_tokens < j->cap;
+}
+
+/* n > 1: lead's prompt is in. Each other choice forks its sequence: every
+ * block of the prompt by reference, the last, partly filled one too, which
+ * the choice's first token then copies (copy-on-write). A fork takes a free
+ * slot and decodes in the same batch as its lead from the next step on; with
+ * no slot free (or no pool to share) it waits like any request, and the
+ * prefix cache lends it the prompt's full blocks when it is admitted. */
+static void fork_choices(Sched *s, Job *lead, TickLog *log) {
+    char err[ERR_MAX];
+    for (int k = 0; k < lead->n_forks; k++) {
+        Job *f = lead->forks[k];
+        pthread_mutex_lock(&s->mu);
+        int slot = 0;
+        while (slot < s->cfg.max_concurrent && s->slots[slot]) slot++;
+        bool forked = slot < s->cfg.max_concurrent && seq_fork(&f->seq, &lead->seq, lead->seq.n_tokens, err) == 0;
+        if (forked) {
+            char owner[64];
+            snprintf(owner, sizeof owner, "%.40s#%d", f->in->id, k + 1);   /* the pool map names each choice */
+            kv_paged_set_owner(f->seq.kv, owner);
+            slot_put(s, f, slot);
+            f->phase = JOB_DECODE;
+            f->n_cached = lead->n_cached;
+            f->position = f->seq.n_tokens;
+            s->stats.admitted++;
+            log_job(&log->admitted, f, " (slot %d, forked from %s)", slot, lead->in->id);
+            note_job(s, "admit", f, ",\"cached\":%d,\"tokens\":%d,\"again\":false,\"forked\":%d", f->n_cached, f->n_tokens,
+                     k + 1);
+        } else {
+            waiting_insert(s, f);
+        }
+        pthread_mutex_unlock(&s->mu);
+        gen_begin(f->req);
+        f->begun = true;
+        if (!forked) continue;
+        gen_prefill_done(f->req, f->n_cached);
+        f->prefill_reported = true;
+        if (choose_next(s, f)) publish(s, f);
+        else job_end(s, f, 0, NULL, log);
+    }
+    lead->n_forks = 0;
 }
 
 /* Prefills the admitted jobs, oldest first, at most prefill_chunk tokens in
@@ -383,6 +432,7 @@ static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
         if (!done) continue;
         if (!j->prefill_reported) gen_prefill_done(j->req, j->n_cached);
         j->prefill_reported = true;
+        fork_choices(s, j, log);
         if (choose_next(s, j)) {
             publish(s, j);
         } else {
@@ -628,13 +678,19 @@ static void *engine_main(void *arg) {
 
 /* ---- the Engine interface ------------------------------------------------------------------- */
 
+/* A request, with its other choices (n > 1) held by the lead until its prompt is in. */
 static int sched_submit(Engine *e, GenRequest *r, char *err) {
     Sched *s = (Sched *)e;
-    int status;
+    int status, n = gen_n_choices(r);
     Job *j = job_new(s, r, &status, err);
     if (!j) return status;
+    j->forks = xcalloc((size_t)n, sizeof *j->forks);
+    for (; j->n_forks < n - 1; j->n_forks++)
+        if (!(j->forks[j->n_forks] = job_new(s, gen_choice(r, j->n_forks + 1), &status, err))) break;
     pthread_mutex_lock(&s->mu);
-    if (s->stopping) {
+    if (j->n_forks < n - 1) {
+        /* status and err from job_new */
+    } else if (s->stopping) {
         err_set(err, "%s", SHUTTING_DOWN);
         status = 503;
     } else if (s->n_waiting >= s->cfg.queue) {
@@ -643,11 +699,15 @@ static int sched_submit(Engine *e, GenRequest *r, char *err) {
         status = 503;
     } else {
         j->arrival = s->next_arrival++;
+        for (int k = 0; k < j->n_forks; k++) j->forks[k]->arrival = s->next_arrival++;
         waiting_insert(s, j);
         pthread_cond_signal(&s->wake);
     }
     pthread_mutex_unlock(&s->mu);
-    if (status) job_free(j);
+    if (status) {
+        for (int k = 0; k < j->n_forks; k++) job_free(j->forks[k]);
+        job_free(j);
+    }
     return status;
 }
 

@@ -25,6 +25,12 @@ struct GenRequest {
     char *bytes;              /* [bytes_cap] one token's bytes */
     int bytes_cap;
     bool ended;               /* gen_push_token has returned true */
+    GrammarState *grammar;    /* the reply's progress through in.grammar (NULL: none) */
+    float *constrained;       /* [vocab] gen_constrain's logits */
+    int32_t *bias_ids;        /* [in.n_bias] in.bias_ids and in.bias point here */
+    float *bias;
+    GenRequest **choices;     /* the lead of n > 1: [n_choices], choices[0] is itself; else NULL */
+    int n_choices;
     atomic_bool cancel;
     /* Shared, under mu. */
     pthread_mutex_t mu;
@@ -48,6 +54,14 @@ GenRequest *gen_request_create(const GenInput *in, const Tokenizer *tok, const c
     r->prompt = xmalloc(sizeof(int32_t) * (size_t)(in->n_prompt > 0 ? in->n_prompt : 1));
     if (in->n_prompt > 0) memcpy(r->prompt, in->prompt, sizeof(int32_t) * (size_t)in->n_prompt);
     r->in.prompt = r->prompt;
+    if (in->n_bias > 0) {
+        r->bias_ids = xmalloc(sizeof(int32_t) * (size_t)in->n_bias);
+        r->bias = xmalloc(sizeof(float) * (size_t)in->n_bias);
+        memcpy(r->bias_ids, in->bias_ids, sizeof(int32_t) * (size_t)in->n_bias);
+        memcpy(r->bias, in->bias, sizeof(float) * (size_t)in->n_bias);
+    }
+    r->in.bias_ids = r->bias_ids, r->in.bias = r->bias;
+    if (in->grammar) r->grammar = grammar_start(in->grammar);
     if (r->in.top_logprobs > GEN_MAX_TOP_LOGPROBS) r->in.top_logprobs = GEN_MAX_TOP_LOGPROBS;
     r->tok = tok;
     stop_init(&r->stop, stop, n_stop);
@@ -73,12 +87,40 @@ void gen_request_free(GenRequest *r) {
     stop_free(&r->stop);
     free(r->bytes);
     free(r->prompt);
+    grammar_state_free(r->grammar);
+    free(r->constrained), free(r->bias_ids), free(r->bias), free(r->choices);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
 }
 
 const GenInput *gen_input(const GenRequest *r) { return &r->in; }
+
+void gen_request_group(GenRequest **rs, int n) {
+    rs[0]->choices = xmalloc(sizeof *rs * (size_t)n);
+    memcpy(rs[0]->choices, rs, sizeof *rs * (size_t)n);
+    rs[0]->n_choices = n;
+}
+
+int gen_n_choices(const GenRequest *lead) { return lead->choices ? lead->n_choices : 1; }
+
+GenRequest *gen_choice(const GenRequest *lead, int i) { return lead->choices ? lead->choices[i] : (GenRequest *)lead; }
+
+const float *gen_constrain(GenRequest *r, const float *logits, int vocab) {
+    if (!r->grammar && r->in.n_bias == 0) return logits;
+    if (!r->constrained) r->constrained = xmalloc(sizeof(float) * (size_t)vocab);
+    memcpy(r->constrained, logits, sizeof(float) * (size_t)vocab);
+    for (int i = 0; i < r->in.n_bias; i++) {
+        float *l = &r->constrained[r->in.bias_ids[i]];
+        *l = r->in.bias[i] <= -100.0f ? -INFINITY : *l + r->in.bias[i];
+    }
+    if (r->grammar) {
+        const TokenTrie *trie = tokenizer_trie(r->tok);
+        grammar_mask(r->grammar, trie, r->constrained);
+        for (int id = trie->n_vocab; id < vocab; id++) r->constrained[id] = -INFINITY; /* the model's extra ids */
+    }
+    return r->constrained;
+}
 
 void gen_begin(GenRequest *r) {
     pthread_mutex_lock(&r->mu);
@@ -173,7 +215,11 @@ bool gen_push_token(GenRequest *r, int32_t token, const float *logits) {
     int n_after = r->res.n_generated + 1;
     pthread_mutex_unlock(&r->mu);
     bool at_limit = r->in.max_tokens > 0 && n_after >= r->in.max_tokens;
-    if (eog) {
+    bool off_grammar = r->grammar && !grammar_accept(r->grammar, tokenizer_trie(r->tok), token);
+    if (off_grammar) {   /* only when the grammar allowed no token at all: the reply ends here */
+        emit(r, "", 0, true, &p.text);
+        reason = grammar_complete(r->grammar) ? "stop" : "length";
+    } else if (eog) {
         emit(r, "", 0, true, &p.text);
         reason = "stop";
     } else {

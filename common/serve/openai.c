@@ -101,17 +101,71 @@ static int get_sampling(Ctx *c, const JsonValue *o, OaiRequest *r) {
     SamplerParams *s = &r->sampling;
     *s = sampler_params_default();
     s->temperature = 1.0f; /* OpenAI's default; 0 asks for greedy */
-    int n = 1;
     if (get_number(c, o, "temperature", 0, 2, &s->temperature) || get_number(c, o, "top_p", 0, 1, &s->top_p) ||
         get_int(c, o, "top_k", -1, 1e9, &s->top_k) || get_number(c, o, "min_p", 0, 1, &s->min_p) ||
         get_number(c, o, "presence_penalty", -2, 2, &s->presence_penalty) ||
         get_number(c, o, "frequency_penalty", -2, 2, &s->frequency_penalty) ||
         get_number(c, o, "repetition_penalty", 0.01, 10, &s->repetition_penalty) ||
-        get_number(c, o, "repeat_penalty", 0.01, 10, &s->repetition_penalty) || get_seed(c, o, r) ||
-        get_int(c, o, "n", 1, 1e9, &n))
+        get_number(c, o, "repeat_penalty", 0.01, 10, &s->repetition_penalty) || get_seed(c, o, r))
         return -1;
-    if (n != 1) return failf(c, "n", "'n' must be 1: this server generates one choice per request, got %d", n);
     return 0;
+}
+
+/* ---- structured output, logit_bias, n ------------------------------------------------- */
+
+/* response_format: {"type": "text"}, {"type": "json_object"} (llama-server's
+ * form may add "schema"), or {"type": "json_schema", "json_schema": {"name",
+ * "schema", "strict"}}: compiled into the grammar that constrains the reply. */
+static int get_response_format(Ctx *c, const JsonValue *o, OaiRequest *r) {
+    const JsonValue *f = field(o, "response_format"), *type = f ? field(f, "type") : NULL;
+    if (!f) return 0;
+    if (f->type != JSON_OBJECT) return failf(c, "response_format", "'response_format' must be an object, got %s", type_name(f));
+    if (!type || type->type != JSON_STRING)
+        return failf(c, "response_format", "'response_format.type' must be text, json_object or json_schema");
+    const JsonValue *schema = NULL;
+    if (strcmp(type->string, "text") == 0) return 0;
+    if (strcmp(type->string, "json_object") == 0) {
+        schema = field(f, "schema");
+    } else if (strcmp(type->string, "json_schema") == 0) {
+        const JsonValue *js = field(f, "json_schema");
+        if (!js || js->type != JSON_OBJECT)
+            return failf(c, "response_format", "'response_format.json_schema' must be an object with the schema");
+        if (!(schema = field(js, "schema")))
+            return failf(c, "response_format", "'response_format.json_schema.schema' is missing");
+    } else {
+        return failf(c, "response_format", "'response_format.type' must be text, json_object or json_schema, got '%s'",
+                     type->string);
+    }
+    char err[ERR_MAX];
+    if (!(r->grammar = grammar_create(NULL, schema, NULL, err))) return failf(c, "response_format", "%s", err);
+    return 0;
+}
+
+/* logit_bias: {"token id": bias from -100 to 100}. */
+static int get_logit_bias(Ctx *c, const JsonValue *o, int vocab_size, OaiRequest *r) {
+    const JsonValue *b = field(o, "logit_bias");
+    if (!b) return 0;
+    if (b->type != JSON_OBJECT) return failf(c, "logit_bias", "'logit_bias' must be an object {\"token id\": bias}, got %s", type_name(b));
+    r->bias_ids = xmalloc(sizeof *r->bias_ids * (b->n_items + 1));
+    r->bias = xmalloc(sizeof *r->bias * (b->n_items + 1));
+    for (size_t i = 0; i < b->n_items; i++) {
+        char *end;
+        long id = strtol(b->keys[i], &end, 10);
+        if (!*b->keys[i] || *end || id < 0 || id >= vocab_size)
+            return failf(c, "logit_bias", "'logit_bias' names token '%.32s', which is not a token id (0 to %d)", b->keys[i],
+                         vocab_size - 1);
+        const JsonValue *v = &b->items[i];
+        if (v->type != JSON_NUMBER || !(v->number >= -100 && v->number <= 100))
+            return failf(c, "logit_bias", "'logit_bias' of token %ld must be a number from -100 to 100", id);
+        r->bias_ids[r->n_bias] = (int32_t)id;
+        r->bias[r->n_bias++] = (float)v->number;
+    }
+    return 0;
+}
+
+static int get_choices(Ctx *c, const JsonValue *o, OaiRequest *r) {
+    r->n = 1;
+    return get_int(c, o, "n", 1, OAI_MAX_CHOICES, &r->n);
 }
 
 static int get_max_tokens(Ctx *c, const JsonValue *o, OaiRequest *r) {
@@ -342,26 +396,62 @@ static void append_parameters(Buf *b, const JsonValue *fn) {
     else buf_puts(b, "{\"type\":\"object\"}");
 }
 
-bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix) {
+/* The constraint for tool_choice required or a named function. loose: the
+ * arguments as any object (for parameters the grammar cannot enforce). */
+static bool tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix, bool loose) {
     if (r->tool_choice == OAI_TOOLS_FUNCTION) {
-        append_parameters(schema, r->functions[r->tool_choice_index]);
+        if (loose) buf_puts(schema, "{\"type\":\"object\"}");
+        else append_parameters(schema, r->functions[r->tool_choice_index]);
         *suffix = "}\n</tool_call>";
         return true;
     }
     if (r->tool_choice != OAI_TOOLS_REQUIRED) return false;
-    buf_puts(schema, "{\"anyOf\":[");
+    buf_puts(schema, "{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[");
     for (int i = 0; i < r->n_tools; i++) {
         const JsonValue *name = json_get(r->functions[i], "name");
-        buf_puts(schema, i ? ",{" : "{");
-        buf_puts(schema, "\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[");
+        if (i) buf_puts(schema, ",");
         json_append_string(schema, name->string, name->string_len);
-        buf_puts(schema, "]},\"arguments\":");
-        append_parameters(schema, r->functions[i]);
-        buf_puts(schema, "},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
     }
-    buf_puts(schema, "]}");
+    buf_puts(schema, "]},\"arguments\":");
+    if (r->n_tools == 1 && !loose) append_parameters(schema, r->functions[0]);
+    else buf_puts(schema, "{\"type\":\"object\"}");
+    buf_puts(schema, "},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}");
     *suffix = "\n</tool_call>";
     return true;
+}
+
+bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix) {
+    return tool_constraint(r, schema, suffix, false);
+}
+
+/* The grammar of schema (JSON Schema text) then suffix; NULL with err. */
+static Grammar *compile_schema(const Buf *schema, const char *suffix, char *err) {
+    JsonValue *js = json_parse(schema->data, schema->len, err);
+    Grammar *g = js ? grammar_create(NULL, js, suffix, err) : NULL;
+    json_free(js);
+    return g;
+}
+
+/* tool_choice required or a named function: the grammar that makes the reply
+ * after oai_reply_prefix a call. A tool's parameters with a keyword the
+ * grammar does not support still get a call whose arguments are an object. */
+static int get_tool_grammar(Ctx *c, OaiRequest *r) {
+    Buf schema = {0};
+    const char *suffix = NULL;
+    char err[ERR_MAX];
+    if (!tool_constraint(r, &schema, &suffix, false)) return 0;
+    if (r->grammar) {
+        buf_free(&schema);
+        return failf(c, "response_format", "'response_format' and 'tool_choice' %s both constrain the reply: send one of them",
+                     r->tool_choice == OAI_TOOLS_REQUIRED ? "\"required\"" : "naming a function");
+    }
+    if (!(r->grammar = compile_schema(&schema, suffix, err))) {
+        schema.len = 0;
+        tool_constraint(r, &schema, &suffix, true);
+        r->grammar = compile_schema(&schema, suffix, err);
+    }
+    buf_free(&schema);
+    return r->grammar ? 0 : failf(c, "tools", "the tools cannot be enforced: %s", err);
 }
 
 /* Token ids of a prompt given as [1, 2, 3]. */
@@ -417,7 +507,9 @@ int oai_parse_request(OaiRequest *r, OaiKind kind, const char *body, size_t len,
     if (get_sampling(&c, o, r) || get_max_tokens(&c, o, r) || get_stop(&c, o, r) || get_stream(&c, o, r) ||
         get_logprobs(&c, o, r) || get_bool(&c, o, "ignore_eos", &r->ignore_eos))
         return -1;
-    if (kind == OAI_CHAT) return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) || get_tools(&c, o, r) ? -1 : 0;
+    if (get_response_format(&c, o, r) || get_logit_bias(&c, o, vocab_size, r) || get_choices(&c, o, r)) return -1;
+    if (kind == OAI_CHAT)
+        return get_messages(&c, o, r) || get_template_kwargs(&c, o, r) || get_tools(&c, o, r) || get_tool_grammar(&c, r) ? -1 : 0;
     r->parse_special = true;
     return get_bool(&c, o, "parse_special", &r->parse_special) || get_prompt(&c, o, vocab_size, r) ? -1 : 0;
 }
@@ -433,6 +525,8 @@ void oai_request_free(OaiRequest *r) {
     free(r->contents);
     free(r->messages);
     free(r->prompt_ids);
+    grammar_free(r->grammar);
+    free(r->bias_ids), free(r->bias);
     json_free(r->doc);
     memset(r, 0, sizeof *r);
 }
@@ -595,15 +689,19 @@ const char *oai_finish_reason(const OaiReply *a, const GenResult *res) {
     return called && res->finish_reason && strcmp(res->finish_reason, "stop") == 0 ? "tool_calls" : res->finish_reason;
 }
 
-/* "call_<the request's id without its prefix>_<index>": unique per server run. */
-static void append_call_id(Buf *b, const OaiReply *a, int index) {
+/* "call_<the request's id without its prefix>_<index>" (choice > 0:
+ * "call_<id>_<choice>_<index>"): unique per server run. */
+static void append_call_id(Buf *b, const OaiReply *a, int choice, int index) {
     const char *dash = strchr(a->id, '-');
-    buf_printf(b, "\"call_%s_%d\"", dash ? dash + 1 : a->id, index);
+    buf_printf(b, "\"call_%s_", dash ? dash + 1 : a->id);
+    if (choice > 0) buf_printf(b, "%d_", choice);
+    buf_printf(b, "%d\"", index);
 }
 
-static void append_call(Buf *b, const OaiReply *a, int index, const ChatReplyCall *call, bool with_arguments) {
+static void append_call(Buf *b, const OaiReply *a, int choice, int index, const ChatReplyCall *call,
+                        bool with_arguments) {
     buf_printf(b, "{\"index\":%d,\"id\":", index);
-    append_call_id(b, a, index);
+    append_call_id(b, a, choice, index);
     buf_puts(b, ",\"type\":\"function\",\"function\":{\"name\":");
     append_str(b, call->name);
     buf_puts(b, ",\"arguments\":");
@@ -611,11 +709,11 @@ static void append_call(Buf *b, const OaiReply *a, int index, const ChatReplyCal
     buf_puts(b, "}}");
 }
 
-/* The assistant's message: the text as content, or the parsed reply's parts. */
-static void append_message(Buf *b, const OaiReply *a, const char *text, size_t len) {
-    const ChatReply *p = a->parsed;
+/* Choice number choice's message: its text as content, or its parsed reply's parts. */
+static void append_message(Buf *b, const OaiReply *a, int choice, const OaiChoice *c) {
+    const ChatReply *p = c->parsed;
     buf_puts(b, "{\"role\":\"assistant\",\"content\":");
-    if (!p) json_append_string(b, text, len);
+    if (!p) json_append_string(b, c->text, c->len);
     else if (p->content.len == 0 && p->n_calls > 0) buf_puts(b, "null");
     else json_append_string(b, p->content.data, p->content.len);
     if (p && p->reasoning.len > 0) {
@@ -626,7 +724,7 @@ static void append_message(Buf *b, const OaiReply *a, const char *text, size_t l
         buf_puts(b, ",\"tool_calls\":[");
         for (int i = 0; i < p->n_calls; i++) {
             if (i) buf_puts(b, ",");
-            append_call(b, a, i, &p->calls[i], true);
+            append_call(b, a, choice, i, &p->calls[i], true);
         }
         buf_puts(b, "]");
     }
@@ -636,7 +734,8 @@ static void append_message(Buf *b, const OaiReply *a, const char *text, size_t l
 /* A chat chunk whose delta is members (JSON object members, without braces). */
 static void delta_chunk(Buf *out, const OaiRequest *q, const OaiReply *a, const char *members) {
     append_head(out, q, a, true);
-    buf_printf(out, ",\"choices\":[{\"index\":0,\"delta\":{%s},\"logprobs\":null,\"finish_reason\":null}]", members);
+    buf_printf(out, ",\"choices\":[{\"index\":%d,\"delta\":{%s},\"logprobs\":null,\"finish_reason\":null}]", a->index,
+               members);
     if (q->include_usage) buf_puts(out, ",\"usage\":null");
     buf_puts(out, "}");
 }
@@ -653,7 +752,7 @@ void oai_tool_call_chunks_json(Buf *first, Buf *second, const OaiRequest *q, con
                                const ChatReplyCall *call) {
     Buf m = {0};
     buf_puts(&m, "\"tool_calls\":[");
-    append_call(&m, a, index, call, false);
+    append_call(&m, a, a->index, index, call, false);
     buf_puts(&m, "]");
     delta_chunk(first, q, a, m.data);
     m.len = 0;
@@ -664,27 +763,44 @@ void oai_tool_call_chunks_json(Buf *first, Buf *second, const OaiRequest *q, con
     buf_free(&m);
 }
 
+/* One element of "choices". */
+static void append_choice(Buf *out, const OaiRequest *q, const OaiReply *a, int index, const OaiChoice *c) {
+    buf_printf(out, "{\"index\":%d,", index);
+    if (q->kind == OAI_CHAT) {
+        buf_puts(out, "\"message\":");
+        append_message(out, a, index, c);
+    } else {
+        buf_puts(out, "\"text\":");
+        json_append_string(out, c->text, c->len);
+    }
+    append_logprobs(out, q, a, c->lp, c->n_lp);
+    append_finish(out, c->finish_reason);
+    buf_puts(out, "}");
+}
+
+void oai_response_choices_json(Buf *out, const OaiRequest *q, const OaiReply *a, const OaiChoice *choices, int n,
+                               const GenResult *usage) {
+    append_head(out, q, a, false);
+    buf_puts(out, ",\"choices\":[");
+    for (int i = 0; i < n; i++) {
+        if (i) buf_puts(out, ",");
+        append_choice(out, q, a, i, &choices[i]);
+    }
+    buf_puts(out, "],");
+    oai_usage_members(out, usage);
+    buf_puts(out, "}");
+}
+
 void oai_response_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len,
                        const GenLogprob *lp, int n_lp, const GenResult *res) {
-    append_head(out, q, a, false);
-    if (q->kind == OAI_CHAT) {
-        buf_puts(out, ",\"choices\":[{\"index\":0,\"message\":");
-        append_message(out, a, text, len);
-    } else {
-        buf_puts(out, ",\"choices\":[{\"index\":0,\"text\":");
-        json_append_string(out, text, len);
-    }
-    append_logprobs(out, q, a, lp, n_lp);
-    append_finish(out, oai_finish_reason(a, res));
-    buf_puts(out, "}],");
-    oai_usage_members(out, res);
-    buf_puts(out, "}");
+    OaiChoice c = {text, len, lp, n_lp, oai_finish_reason(a, res), a->parsed};
+    oai_response_choices_json(out, q, a, &c, 1, res);
 }
 
 void oai_chunk_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *role, const char *text, size_t len,
                     const GenLogprob *lp, int n_lp, const char *finish_reason) {
     append_head(out, q, a, true);
-    buf_puts(out, ",\"choices\":[{\"index\":0,");
+    buf_printf(out, ",\"choices\":[{\"index\":%d,", a->index);
     if (q->kind == OAI_CHAT) {
         buf_puts(out, "\"delta\":{");
         if (role) buf_printf(out, "\"role\":\"%s\"%s", role, text ? "," : "");

@@ -30,6 +30,7 @@ typedef enum {
 } OaiToolChoice;
 
 #define OAI_MAX_STOP 16
+#define OAI_MAX_CHOICES 16
 
 typedef struct {
     OaiKind kind;
@@ -52,11 +53,12 @@ typedef struct {
     bool stream, include_usage;
     int top_logprobs;           /* -1: none; chat: top_logprobs when logprobs is true; completion: logprobs */
     bool enable_thinking;       /* chat_template_kwargs.enable_thinking (default true, as Qwen3's template) */
-    /* Tools (chat). What a reply must be is set here for the sampler to
-     * enforce: with OAI_TOOLS_REQUIRED, "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ARGS}\n</tool_call>"
+    /* Tools (chat). What a reply must be is set here, and enforced by grammar:
+     * with OAI_TOOLS_REQUIRED, "<tool_call>\n{\"name\": \"NAME\", \"arguments\": ARGS}\n</tool_call>"
      * with NAME one of functions[i].name and ARGS matching its "parameters"
-     * schema; with OAI_TOOLS_FUNCTION the same for functions[tool_choice_index]
-     * only. oai_reply_prefix gives the start of it that is prefilled. */
+     * schema (any object when there are several tools); with
+     * OAI_TOOLS_FUNCTION the same for functions[tool_choice_index] only.
+     * oai_reply_prefix gives the start of it that is prefilled. */
     const JsonValue **functions; /* [n_tools] each tool's "function" object as sent (name, description, parameters) */
     char **tools;               /* [n_tools] each tool as the template's tojson writes it (ChatOptions.tools) */
     int n_tools;
@@ -65,6 +67,12 @@ typedef struct {
     bool continue_final;        /* the last message is the assistant's: the reply continues it (no new turn) */
     char **owned;               /* [n_owned] strings the messages point to (tool call arguments sent as objects) */
     int n_owned;
+    Grammar *grammar;           /* what the reply must be, compiled (grammar.h): response_format json_object /
+                                 * json_schema, or tool_choice required / a function (oai_tool_constraint); NULL: text */
+    int32_t *bias_ids;          /* logit_bias: [n_bias] token ids and their biases */
+    float *bias;
+    int n_bias;
+    int n;                      /* choices to generate (1 to OAI_MAX_CHOICES) */
     JsonValue *doc;             /* the parsed body everything points into */
 } OaiRequest;
 
@@ -78,16 +86,18 @@ void oai_request_free(OaiRequest *r);
 /* Do tools reach the model (some were sent and tool_choice is not "none")? */
 bool oai_tools_shown(const OaiRequest *r);
 /* The text put after the generation prompt so that the reply starts as
- * tool_choice demands, as long as no constrained sampler enforces it: ""
- * (auto, none), "<tool_call>\n" (required), or the call up to its arguments
- * (a named function). */
+ * tool_choice demands (the grammar enforces the rest): "" (auto, none),
+ * "<tool_call>\n" (required), or the call up to its arguments (a named
+ * function). */
 void oai_reply_prefix(const OaiRequest *r, Buf *out);
-/* What a constrained sampler must enforce after that prefix for tool_choice
+/* What the constrained sampler enforces after that prefix for tool_choice
  * required or a named function (false for auto and none): a JSON value
  * matching *schema (JSON Schema text: the named tool's "parameters"; for
- * required, {"anyOf": [one {"name", "arguments"} object per tool, name as a
- * one-value enum]}; keys in that order), then the literal *suffix, then the
- * end of the reply or another call. */
+ * required, {"name", "arguments"} in that order, the name an enum of the
+ * tools' names, the arguments that tool's "parameters" when there is one tool
+ * and any object when there are several), then the literal *suffix, then the
+ * end of the reply. oai_parse_request compiles it into r->grammar (a 400 with
+ * response_format, which constrains the reply too). */
 bool oai_tool_constraint(const OaiRequest *r, Buf *schema, const char **suffix);
 
 /* The error body {"error":{"message","type","param","code"}} for a status. */
@@ -95,6 +105,7 @@ void oai_error_json(Buf *out, int status, const char *message, const char *param
 
 /* What a response says about one finished request. */
 typedef struct {
+    int index;                  /* the choice a chunk belongs to (n > 1) */
     const char *id;             /* "chatcmpl-..." / "cmpl-..." */
     long created;               /* Unix seconds */
     const char *model;
@@ -118,6 +129,19 @@ void oai_tool_call_chunks_json(Buf *first, Buf *second, const OaiRequest *q, con
  * message.reasoning_content when there was reasoning, message.tool_calls. */
 void oai_response_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *text, size_t len,
                        const GenLogprob *lp, int n_lp, const GenResult *res);
+/* One choice of a response with n > 1. */
+typedef struct {
+    const char *text;
+    size_t len;
+    const GenLogprob *lp;       /* [n_lp] (may be NULL) */
+    int n_lp;
+    const char *finish_reason;  /* oai_finish_reason of the choice's reply */
+    const ChatReply *parsed;    /* chat: the choice's reply read into reasoning, content and tool calls; NULL: all content */
+} OaiChoice;
+/* The whole non-streamed response with choices[0..n): usage counts the
+ * prompt once and every choice's tokens (usage). */
+void oai_response_choices_json(Buf *out, const OaiRequest *q, const OaiReply *a, const OaiChoice *choices, int n,
+                               const GenResult *usage);
 /* One stream chunk. Chat: role (the first chunk, NULL after), text (may be
  * NULL), finish_reason (the last chunk, NULL before). Completions ignore role. */
 void oai_chunk_json(Buf *out, const OaiRequest *q, const OaiReply *a, const char *role, const char *text, size_t len,

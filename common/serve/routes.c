@@ -351,6 +351,23 @@ static void stream_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const 
     end_stream(x, &hs, r, q, a, res);
 }
 
+/* Adds a piece to a reply being collected: its text, and its logprobs to lps[0..*n_lp). */
+static void collect_piece(const GenPiece *p, Buf *text, GenLogprob **lps, int *n_lp, int *cap) {
+    buf_append(text, p->text.data ? p->text.data : "", p->text.len);
+    for (int i = 0; i < p->n_lp; i++) {
+        if (*n_lp == *cap) *lps = xrealloc(*lps, sizeof **lps * (size_t)(*cap = *cap ? 2 * *cap : 64));
+        (*lps)[(*n_lp)++] = p->lp[i];
+    }
+}
+
+/* Reads a whole reply's text into its parser. */
+static void parse_whole(ChatReply *parser, const Buf *text) {
+    ChatReplyDelta d = {0};
+    chat_reply_push(parser, text->data, text->len, &d);
+    chat_reply_finish(parser, &d);
+    chat_reply_delta_free(&d);
+}
+
 /* Collects r's whole reply, then answers with one JSON response. */
 static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const OaiReply *a, ChatReply *parser) {
     Buf text = {0};
@@ -360,11 +377,7 @@ static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const O
     double watch = time_now_ms();
     GenPiece p;
     while (next_piece(x, r, &p, &watch) == 1) {
-        buf_append(&text, p.text.data ? p.text.data : "", p.text.len);
-        for (int i = 0; i < p.n_lp; i++) {
-            if (n_lp == cap) lps = xrealloc(lps, sizeof *lps * (size_t)(cap = cap ? 2 * cap : 64));
-            lps[n_lp++] = p.lp[i];
-        }
+        collect_piece(&p, &text, &lps, &n_lp, &cap);
         gen_piece_free(&p);
     }
     const GenResult *res = request_ended(x, r);
@@ -372,18 +385,146 @@ static void whole_reply(Exchange *x, GenRequest *r, const OaiRequest *q, const O
         routes_reply_error(x, res->status, res->message, NULL);
     } else if (res) {
         Buf b = {0};
-        if (parser) {
-            ChatReplyDelta d = {0};
-            chat_reply_push(parser, text.data, text.len, &d);
-            chat_reply_finish(parser, &d);
-            chat_reply_delta_free(&d);
-        }
+        if (parser) parse_whole(parser, &text);
         oai_response_json(&b, q, a, text.data, text.len, lps, n_lp, res);
         reply_json(x, 200, &b);
         buf_free(&b);
     }
     buf_free(&text);
     free(lps);
+}
+
+/* ---- n > 1: the choices of one request (gen_request_group) ---------------------------------- */
+
+/* The client went away: every choice stops. */
+static void cancel_choices(const Exchange *x, GenRequest **rs, int n) {
+    for (int i = 0; x->gone && i < n; i++) gen_cancel(rs[i]);
+}
+
+/* Every choice has ended: counts them (the prompt once) into *usage, the
+ * lead's result with every choice's tokens. NULL when no one is left to answer. */
+static const GenResult *choices_ended(Exchange *x, GenRequest **rs, int n, GenResult *usage) {
+    *usage = *gen_result(rs[0]);
+    for (int i = 1; i < n; i++) {
+        GenResult one = *gen_result(rs[i]);
+        one.n_prompt = one.n_cached = 0;
+        count_generation(x->s, &one);
+        usage->n_generated += one.n_generated;
+        if (one.t_last > usage->t_last) usage->t_last = one.t_last;
+        if (one.status && !usage->status) usage->status = one.status, memcpy(usage->message, one.message, ERR_MAX);
+    }
+    return request_ended(x, rs[0]) ? usage : NULL;
+}
+
+static void whole_choices(Exchange *x, GenRequest **rs, int n, const OaiRequest *q, const OaiReply *a,
+                          ChatReply *parsers) {
+    Buf text[OAI_MAX_CHOICES] = {{0}};
+    GenLogprob *lps[OAI_MAX_CHOICES] = {0};
+    int n_lp[OAI_MAX_CHOICES] = {0}, cap[OAI_MAX_CHOICES] = {0};
+    double watch = time_now_ms();
+    for (int i = 0; i < n; i++) {
+        GenPiece p;
+        buf_append(&text[i], "", 0);
+        while (next_piece(x, rs[i], &p, &watch) == 1) {
+            collect_piece(&p, &text[i], &lps[i], &n_lp[i], &cap[i]);
+            gen_piece_free(&p);
+            cancel_choices(x, rs, n);
+        }
+        cancel_choices(x, rs, n);
+    }
+    GenResult usage;
+    const GenResult *res = choices_ended(x, rs, n, &usage);
+    if (res && res->status) {
+        routes_reply_error(x, res->status, res->message, NULL);
+    } else if (res) {
+        OaiChoice c[OAI_MAX_CHOICES];
+        for (int i = 0; i < n; i++) {
+            OaiReply ai = *a;
+            ai.parsed = parsers ? &parsers[i] : NULL;
+            if (parsers) parse_whole(&parsers[i], &text[i]);
+            c[i] = (OaiChoice){text[i].data, text[i].len, lps[i], n_lp[i], oai_finish_reason(&ai, gen_result(rs[i])), ai.parsed};
+        }
+        Buf b = {0};
+        oai_response_choices_json(&b, q, a, c, n, res);
+        reply_json(x, 200, &b);
+        buf_free(&b);
+    }
+    for (int i = 0; i < n; i++) buf_free(&text[i]), free(lps[i]);
+}
+
+/* Choice a->index has ended without failing: what its parser (if any) held
+ * back to the last, and unless it is the lead (whose chunk end_stream writes) its
+ * finish_reason chunk. */
+static void end_choice(Exchange *x, HttpStream *hs, GenRequest *r, const OaiRequest *q, const OaiReply *a,
+                       ChatReply *parser, bool finish) {
+    if (parser) {
+        ChatReplyDelta d = {0};
+        chat_reply_finish(parser, &d);
+        write_parsed(x, hs, r, q, a, &d, NULL);
+        chat_reply_delta_free(&d);
+    }
+    if (!finish) return;
+    Buf b = {0};
+    oai_chunk_json(&b, q, a, NULL, NULL, 0, NULL, 0, oai_finish_reason(a, gen_result(r)));
+    write_event(x, hs, r, b.data, b.len);
+    buf_free(&b);
+}
+
+/* Streams the choices' pieces as they come, each chunk with its choice's
+ * index; a choice's last chunk (finish_reason) when it ends, the lead's
+ * with the usage and [DONE] at the end. */
+static void stream_choices(Exchange *x, GenRequest **rs, int n, const OaiRequest *q, const OaiReply *a,
+                           ChatReply *parsers) {
+    HttpStream hs = {0};
+    bool started = false, ended[OAI_MAX_CHOICES] = {0};
+    int left = n;
+    double watch = time_now_ms();
+    Buf b = {0};
+    OaiReply ai = *a;
+    while (left > 0) {
+        int waited = 0;
+        for (int i = 0; i < n; i++) {
+            if (ended[i]) continue;
+            GenPiece p;
+            int rc = gen_next(rs[i], &p, waited++ ? 0 : WATCH_MS / 10); /* wait on the first live one only */
+            if (rc == 0) continue;
+            if (!started && !x->gone) {
+                begin_stream(x, &hs, rs[0], q, a);
+                for (int k = 1; k < n && q->kind == OAI_CHAT; k++) {
+                    ai.index = k, b.len = 0;
+                    oai_chunk_json(&b, q, &ai, "assistant", "", 0, NULL, 0, NULL);
+                    write_event(x, &hs, rs[k], b.data, b.len);
+                }
+                started = true;
+            }
+            ai.index = i, b.len = 0;
+            ChatReply *parser = parsers ? &parsers[i] : NULL;
+            ai.parsed = parser;
+            if (rc == 1) {
+                write_piece(x, &hs, rs[i], q, &ai, parser, &p);
+                gen_piece_free(&p);
+            } else {
+                ended[i] = true, left--;
+                if (!gen_result(rs[i])->status) end_choice(x, &hs, rs[i], q, &ai, parser, i > 0);
+            }
+        }
+        double now = time_now_ms();
+        if (!x->gone && now - watch >= WATCH_MS) {
+            watch = now;
+            x->gone = client_gone(x->fd);
+        }
+        cancel_choices(x, rs, n);
+    }
+    buf_free(&b);
+    GenResult usage;
+    const GenResult *res = choices_ended(x, rs, n, &usage);
+    if (!res) return;
+    if (!started && res->status) {
+        routes_reply_error(x, res->status, res->message, NULL);
+        return;
+    }
+    if (!started) begin_stream(x, &hs, rs[0], q, a);
+    end_stream(x, &hs, rs[0], q, a, res);
 }
 
 static uint64_t fresh_seed(Server *s) {
@@ -413,34 +554,44 @@ static void route_generate(Exchange *x, OaiKind kind) {
         return;
     }
     GenInput in = {.prompt = ids, .n_prompt = n, .max_tokens = q.max_tokens, .sampling = q.sampling,
-                   .top_logprobs = q.top_logprobs, .ignore_eos = q.ignore_eos};
+                   .top_logprobs = q.top_logprobs, .ignore_eos = q.ignore_eos, .grammar = q.grammar,
+                   .bias_ids = q.bias_ids, .bias = q.bias, .n_bias = q.n_bias};
     if (!q.seeded) in.sampling.seed = fresh_seed(s);
     snprintf(in.id, sizeof in.id, "%s-%08lx%08x", kind == OAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long)s->started,
              atomic_fetch_add(&s->next_id, 1));
-    GenRequest *r = gen_request_create(&in, s->cfg.tok, q.stop, q.n_stop);
+    GenRequest *rs[OAI_MAX_CHOICES];
+    for (int i = 0; i < q.n; i++) {   /* choice i draws with seed + i: as a request alone with that seed would */
+        GenInput choice = in;
+        choice.sampling.seed = in.sampling.seed + (uint64_t)i;
+        rs[i] = gen_request_create(&choice, s->cfg.tok, q.stop, q.n_stop);
+    }
+    if (q.n > 1) gen_request_group(rs, q.n);
+    GenRequest *r = rs[0];
     free(ids);
     int rc = s->engine->submit(s->engine, r, err);
     if (rc != 0) {
         routes_reply_error(x, rc, err, NULL);
     } else {
         OaiReply a = {.id = in.id, .created = (long)time(NULL), .model = s->cfg.model_name, .tok = s->cfg.tok};
-        ChatReply parser;
-        if (kind == OAI_CHAT) {
-            chat_reply_init(&parser, (ChatReplyOptions){.reasoning = !s->cfg.reasoning_in_content,
-                                                        .tools = oai_tools_shown(&q)});
-            chat_reply_prime(&parser, prefill.data);
-            a.parsed = &parser;
+        ChatReply parsers[OAI_MAX_CHOICES], *parser = kind == OAI_CHAT ? parsers : NULL; /* [q.n] one per choice */
+        for (int i = 0; parser && i < q.n; i++) {
+            chat_reply_init(&parsers[i], (ChatReplyOptions){.reasoning = !s->cfg.reasoning_in_content,
+                                                            .tools = oai_tools_shown(&q)});
+            chat_reply_prime(&parsers[i], prefill.data);
         }
-        if (q.stream) stream_reply(x, r, &q, &a, a.parsed ? &parser : NULL);
-        else whole_reply(x, r, &q, &a, a.parsed ? &parser : NULL);
-        if (a.parsed) chat_reply_free(&parser);
+        a.parsed = parser;
+        if (q.n > 1 && q.stream) stream_choices(x, rs, q.n, &q, &a, parser);
+        else if (q.n > 1) whole_choices(x, rs, q.n, &q, &a, parser);
+        else if (q.stream) stream_reply(x, r, &q, &a, parser);
+        else whole_reply(x, r, &q, &a, parser);
+        for (int i = 0; parser && i < q.n; i++) chat_reply_free(&parsers[i]);
         const GenResult *res = gen_result(r);
         if (!x->note[0])
             snprintf(x->note, sizeof x->note, "%s prompt %d (cached %d), generated %d, %s%s", in.id, res->n_prompt,
                      res->n_cached, res->n_generated, res->finish_reason ? res->finish_reason : "-",
                      x->gone ? ", client gone: cancelled" : "");
     }
-    gen_request_free(r);
+    for (int i = 0; i < q.n; i++) gen_request_free(rs[i]);
     buf_free(&prefill);
     oai_request_free(&q);
 }

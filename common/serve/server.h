@@ -30,6 +30,7 @@
 #include <stdio.h>
 
 #include "events.h"
+#include "grammar.h"
 #include "http.h"
 #include "sampling.h"
 #include "tokenizer.h"
@@ -49,6 +50,11 @@ typedef struct {
     bool ignore_eos;         /* end-of-generation tokens are text like any other: only max_tokens, a stop string
                                 or the room left ends the answer (benchmarks: every answer the same length) */
     char id[48];             /* "chatcmpl-...": names the request in logs and debug views */
+    const Grammar *grammar;  /* response_format: the reply must match it (grammar.h); NULL: free text.
+                                Not copied: it outlives the request */
+    const int32_t *bias_ids; /* logit_bias: [n_bias] token ids and what to add to their logits */
+    const float *bias;       /*   (copied); -100 or less bans the token */
+    int n_bias;
 } GenInput;
 
 #define GEN_MAX_TOP_LOGPROBS 20
@@ -94,6 +100,14 @@ GenRequest *gen_request_create(const GenInput *in, const Tokenizer *tok, const c
 /* Only when the request never went to an engine, or after gen_next returned -1. */
 void gen_request_free(GenRequest *r);
 
+/* n > 1 ("n": 3): the choices rs[0..n) of one request, made alike but for
+ * their seeds, become one group that rs[0] leads. The engine is given the
+ * lead only (submit); it runs every choice, from one reading of the prompt,
+ * and ends each one (gen_finish or gen_fail) as if it were alone. */
+void gen_request_group(GenRequest **rs, int n);
+int gen_n_choices(const GenRequest *lead);                 /* 1 for a request alone */
+GenRequest *gen_choice(const GenRequest *lead, int i);     /* i = 0 is the lead itself */
+
 /* ---- the engine's side: called from the engine's thread(s) ----
  * One request's calls come from one thread at a time (the detokenizing
  * state is not locked); different requests may be driven by different
@@ -107,6 +121,11 @@ void gen_prefill_done(GenRequest *r, int n_cached);
 /* Charges r ms of engine time: a prefill chunk of its own (batch 0), or its
  * share of a decode step that ran batch requests at once (ms = step / batch). */
 void gen_charge(GenRequest *r, double ms, int batch);
+/* The logits the sampler should draw from: logits[vocab] themselves, or,
+ * when r has a logit_bias or a grammar, a copy with the biases added and
+ * -inf on every token the grammar forbids next (grammar.h). Valid until the
+ * next call; logits is left as it is. */
+const float *gen_constrain(GenRequest *r, const float *logits, int vocab);
 /* A chosen token, with the logits it was chosen from ([vocab_size], for
  * logprobs). The request detokenizes it, streaming UTF-8, applies the stop
  * strings, max_tokens and end-of-generation. Returns true when r wants no

@@ -9,9 +9,11 @@
  * emitted at the end as the tokens of its single characters. */
 #include "tokenizer.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "token_trie.h"
 #include "unicode.h"
 #include "util.h"
 
@@ -49,6 +51,8 @@ struct Tokenizer {
     int32_t eog[MAX_EOG];
     int n_eog;
     int max_token_bytes;
+    pthread_mutex_t trie_mu;  /* guards trie: built on first use (tokenizer_trie) */
+    TokenTrie *trie;
 };
 
 /* ---- Hash tables ---------------------------------------------------------------- */
@@ -227,6 +231,7 @@ static Tokenizer *build(const GgufStr *tokens, const int32_t *types, int n_token
         return NULL;
     }
     Tokenizer *t = xcalloc(1, sizeof *t);
+    pthread_mutex_init(&t->trie_mu, NULL);
     t->n_vocab = n_tokens;
     t->cap_syms = n_tokens + 256 + n_merges; /* tokens, byte characters, merge results */
     t->text_off = xmalloc((size_t)t->cap_syms * sizeof *t->text_off);
@@ -289,7 +294,17 @@ void tokenizer_free(Tokenizer *t) {
     free(t->text_index);
     free(t->merge_index);
     free(t->specials);
+    token_trie_free(t->trie);
+    pthread_mutex_destroy(&t->trie_mu);
     free(t);
+}
+
+const TokenTrie *tokenizer_trie(const Tokenizer *t) {
+    Tokenizer *w = (Tokenizer *)t; /* a cache: built once, then only read */
+    pthread_mutex_lock(&w->trie_mu);
+    if (!w->trie) w->trie = token_trie_build(t);
+    pthread_mutex_unlock(&w->trie_mu);
+    return w->trie;
 }
 
 /* ---- Loading from GGUF ---------------------------------------------------------------- */

@@ -27,6 +27,100 @@ static bool refused(OaiKind kind, const char *body, const char *want, const char
 
 #define MSG "\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]"
 
+/* response_format (compiled into a grammar), logit_bias, n: read, checked, 400 naming what is wrong. */
+TEST(openai_structured_output_bias_and_n) {
+    OaiRequest r;
+    if (parses(&r, OAI_CHAT, "{" MSG "}")) {
+        CHECK(r.grammar == NULL && r.n_bias == 0 && r.n == 1);
+        oai_request_free(&r);
+    }
+    if (parses(&r, OAI_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_object\"},\"n\":3,"
+                             "\"logit_bias\":{\"7\":-100,\"999\":2.5}}")) {
+        CHECK(r.grammar != NULL && r.n == 3);
+        CHECK(r.n_bias == 2 && r.bias_ids[0] == 7 && r.bias[0] == -100.0f && r.bias_ids[1] == 999 && r.bias[1] == 2.5f);
+        GrammarState *g = grammar_start(r.grammar);
+        CHECK(grammar_feed(g, "{\"a\":1}", 7) && grammar_complete(g));
+        grammar_state_free(g);
+        oai_request_free(&r);
+    }
+    if (parses(&r, OAI_COMPLETION, "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":"
+                                   "{\"name\":\"a\",\"strict\":true,\"schema\":{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}}}")) {
+        GrammarState *g = grammar_start(r.grammar);
+        CHECK(grammar_feed(g, "[1,2]", 5) && grammar_complete(g) && !grammar_feed(g, "x", 1));
+        grammar_state_free(g);
+        oai_request_free(&r);
+    }
+    if (parses(&r, OAI_CHAT, "{" MSG ",\"response_format\":{\"type\":\"text\"}}")) {
+        CHECK(r.grammar == NULL);
+        oai_request_free(&r);
+    }
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":"
+                            "{\"anyOf\":[]}}}}", "the keyword 'anyOf' is not supported", "response_format"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{}}}",
+                  "'response_format.json_schema.schema' is missing", "response_format"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"response_format\":{}}", "'response_format.type' must be", "response_format"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"logit_bias\":{\"1000\":1}}", "token '1000', which is not a token id (0 to 999)",
+                  "logit_bias"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"logit_bias\":{\"1x\":1}}", "token '1x'", "logit_bias"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"logit_bias\":{\"1\":\"a\"}}", "from -100 to 100", "logit_bias"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"n\":0}", "'n' must be an integer from 1 to 16", "n"));
+}
+
+/* Several choices: each with its index, usage as given (the prompt once). */
+TEST(openai_response_with_choices) {
+    OaiRequest q;
+    if (!parses(&q, OAI_CHAT, "{" MSG ",\"n\":2}")) return;
+    OaiReply a = {.id = "chatcmpl-1", .created = 1, .model = "m"};
+    OaiChoice c[2] = {{"one", 3, NULL, 0, "stop", NULL}, {"two", 3, NULL, 0, "length", NULL}};
+    GenResult res = {.n_prompt = 5, .n_generated = 7};
+    Buf b = {0};
+    oai_response_choices_json(&b, &q, &a, c, 2, &res);
+    CHECK(strstr(b.data, "\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"one\"},"
+                         "\"logprobs\":null,\"finish_reason\":\"stop\"},{\"index\":1,"));
+    CHECK(strstr(b.data, "\"content\":\"two\"},\"logprobs\":null,\"finish_reason\":\"length\"}]"));
+    CHECK(strstr(b.data, "\"prompt_tokens\":5,\"completion_tokens\":7,\"total_tokens\":12"));
+    b.len = 0;
+    a.index = 1;
+    oai_chunk_json(&b, &q, &a, NULL, "x", 1, NULL, 0, NULL);
+    CHECK(strstr(b.data, "\"choices\":[{\"index\":1,\"delta\":{\"content\":\"x\"}"));
+    buf_free(&b);
+    oai_request_free(&q);
+}
+
+/* Each choice carries its own parsed reply: reasoning, content, tool calls (ids unique across choices). */
+TEST(openai_choices_parsed_each) {
+    OaiRequest q;
+    if (!parses(&q, OAI_CHAT, "{" MSG ",\"n\":2}")) return;
+    OaiReply a = {.id = "chatcmpl-1", .created = 1, .model = "m"};
+    static const char one[] = "<think>\nhm\n</think>\n\nIt is sunny.";
+    static const char two[] = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    ChatReply p[2];
+    ChatReplyOptions opt = {.reasoning = true, .tools = true};
+    chat_reply_parse(&p[0], opt, one, strlen(one));
+    chat_reply_parse(&p[1], opt, two, strlen(two));
+    GenResult res = {.n_prompt = 5, .n_generated = 7, .finish_reason = "stop"};
+    OaiChoice c[2];
+    for (int i = 0; i < 2; i++) {
+        OaiReply ai = a;
+        ai.parsed = &p[i];
+        c[i] = (OaiChoice){i ? two : one, strlen(i ? two : one), NULL, 0, oai_finish_reason(&ai, &res), &p[i]};
+    }
+    Buf b = {0};
+    oai_response_choices_json(&b, &q, &a, c, 2, &res);
+    CHECK_MSG(strstr(b.data, "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"It is sunny.\","
+                             "\"reasoning_content\":\"hm\"},\"logprobs\":null,\"finish_reason\":\"stop\"}"), "%s", b.data);
+    CHECK_MSG(strstr(b.data, "{\"index\":1,\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,"
+                             "\"id\":\"call_1_1_0\",\"type\":\"function\",\"function\":{\"name\":\"now\",\"arguments\":\"{}\"}}]},"
+                             "\"logprobs\":null,\"finish_reason\":\"tool_calls\"}"), "%s", b.data);
+    b.len = 0;
+    a.index = 1;
+    oai_reasoning_chunk_json(&b, &q, &a, "hm", 2);
+    CHECK(strstr(b.data, "\"choices\":[{\"index\":1,\"delta\":{\"reasoning_content\":\"hm\"}"));
+    buf_free(&b);
+    chat_reply_free(&p[0]), chat_reply_free(&p[1]);
+    oai_request_free(&q);
+}
+
 TEST(openai_chat_defaults) {
     OaiRequest r;
     if (!parses(&r, OAI_CHAT, "{" MSG "}")) return;
@@ -142,7 +236,7 @@ TEST(openai_refuses_with_the_field_named) {
     CHECK(refused(OAI_CHAT, "{" MSG ",\"max_completion_tokens\":\"5\"}", "got a string", "max_completion_tokens"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"seed\":0.5}", "'seed' must be an integer", "seed"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"seed\":1e30}", "'seed' must be an integer", "seed"));
-    CHECK(refused(OAI_CHAT, "{" MSG ",\"n\":2}", "'n' must be 1", "n"));
+    CHECK(refused(OAI_CHAT, "{" MSG ",\"n\":17}", "'n' must be an integer from 1 to 16", "n"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"stop\":5}", "string or an array", "stop"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"stop\":[\"a\",null]}", "'stop[1]' must be a string", "stop"));
     CHECK(refused(OAI_CHAT, "{" MSG ",\"stop\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\","
@@ -293,11 +387,10 @@ TEST(openai_tools_and_tool_choice) {
         oai_reply_prefix(&r, &prefix);
         CHECK_STR(prefix.data, "<tool_call>\n");
         CHECK(oai_tool_constraint(&r, &schema, &suffix));
-        CHECK_STR(schema.data, "{\"anyOf\":[{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[\"get_weather\"]},"
-                               "\"arguments\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}},\"required\":"
-                               "[\"city\"]}},\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false},{\"type\":"
-                               "\"object\",\"properties\":{\"name\":{\"enum\":[\"now\"]},\"arguments\":{\"type\":\"object\"}},"
-                               "\"required\":[\"name\",\"arguments\"],\"additionalProperties\":false}]}");
+        CHECK_STR(schema.data, "{\"type\":\"object\",\"properties\":{\"name\":{\"enum\":[\"get_weather\",\"now\"]},"
+                               "\"arguments\":{\"type\":\"object\"}},\"required\":[\"name\",\"arguments\"],"
+                               "\"additionalProperties\":false}");
+        CHECK(r.grammar != NULL); /* compiled: the sampler enforces it */
         CHECK_STR(suffix, "\n</tool_call>");
         buf_free(&prefix);
         buf_free(&schema);
@@ -327,4 +420,17 @@ TEST(openai_tools_and_tool_choice) {
                   "not in 'tools'", "tool_choice"));
     CHECK(refused(OAI_CHAT, "{\"messages\":[{\"role\":\"assistant\",\"reasoning_content\":3}]}", "must be a string",
                   "messages[0].reasoning_content"));
+    CHECK(refused(OAI_CHAT, "{" MSG "," TWO_TOOLS ",\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}}",
+                  "both constrain the reply", "response_format"));
+    /* parameters the grammar cannot enforce (pattern): the call is still forced, its arguments any object */
+    if (parses(&r, OAI_CHAT, "{" MSG ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":"
+                             "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"string\",\"pattern\":\"^x\"}}}}}],"
+                             "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}}")) {
+        CHECK(r.grammar != NULL);
+        GrammarState *g = r.grammar ? grammar_start(r.grammar) : NULL;
+        const char *reply = "{\"b\": 1}}\n</tool_call>";
+        CHECK(g && grammar_feed(g, reply, strlen(reply)) && grammar_complete(g));
+        grammar_state_free(g);
+    }
+    oai_request_free(&r);
 }

@@ -97,8 +97,8 @@ assert.ok(lp.every((t) => t.logprob <= 0 && t.top_logprobs.length === 3 && t.top
 step('logprobs with top_logprobs');
 
 await assert.rejects(
-  client.chat.completions.create({ model, messages, n: 2 }),
-  (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'n' && /n.*must be 1/.test(e.message),
+  client.chat.completions.create({ model, messages, n: 17 }),
+  (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === 'n' && /from 1 to 16/.test(e.message),
 );
 await assert.rejects(
   client.chat.completions.create({ model, messages: [] }),

@@ -70,8 +70,7 @@ ServerProc *slow_server(const char *chapter) {
 }
 
 const char *node_script(const char *name, const char *package, const char **why) {
-    static char script[512];
-    static char missing[256];
+    static char script[512], whyb[256];
     char module[512], cmd[1200];
     snprintf(module, sizeof module, "%s/node/node_modules/%s/package.json", test_build_dir(), package);
     *why = NULL;
@@ -80,15 +79,16 @@ const char *node_script(const char *name, const char *package, const char **why)
         return NULL;
     }
     if (access(module, R_OK) != 0) {
-        snprintf(missing, sizeof missing, "the %s npm package is missing: make test installs it with npm into build/node",
+        snprintf(whyb, sizeof whyb, "the %s npm package is missing: make test installs it with npm into build/node",
                  package);
-        *why = missing;
+        *why = whyb;
         return NULL;
     }
     snprintf(script, sizeof script, "%s/node/%s", test_build_dir(), name);
     snprintf(cmd, sizeof cmd, "cp 'tests/server/%s' '%s'", name, script); /* beside its node_modules */
     if (system(cmd) != 0) {
-        *why = "cannot copy the node script from tests/server (run from the top of the repository)";
+        snprintf(whyb, sizeof whyb, "cannot copy tests/server/%s (run from the top of the repository)", name);
+        *why = whyb;
         return NULL;
     }
     return script;
@@ -105,4 +105,15 @@ bool run_node_script(const char *script, const char *args, char **output) {
     *output = file_read_all(out, &n, err);
     if (!*output) *output = xstrdup(err);
     return rc == 0 && strstr(*output, "all ok") != NULL;
+}
+
+void node_client_on_fast_servers(const char *script, const char *what) {
+    FOR_EACH_SERVER_CHAPTER(c) {
+        ServerProc *s = fast_server(c);
+        if (!s) continue;
+        char url[64], *out;
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/v1", s->port);
+        CHECK_MSG(run_node_script(script, url, &out), "%s: %s failed:\n%s", c, what, out);
+        free(out);
+    }
 }

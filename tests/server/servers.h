@@ -30,6 +30,10 @@ const char *node_script(const char *name, const char *package, const char **why)
  * *output (malloc'ed) gets what it printed. */
 bool run_node_script(const char *script, const char *args, char **output);
 
+/* Runs `node SCRIPT http://127.0.0.1:PORT/v1` against every chapter's
+ * fast_server; a failed check, naming what ran and with its output, unless it
+ * printed "all ok". */
+void node_client_on_fast_servers(const char *script, const char *what);
 /* Does the chapter's engine run one request at a time (III.4), so that a
  * second one waits? */
 bool one_at_a_time(const char *chapter);

@@ -39,19 +39,7 @@ static bool post_stream(int port, const char *path, const char *json, Buf *text,
 TEST(server_openai_node_client) {
     const char *why, *script = openai_client_script(&why);
     if (!script) SKIP(why);
-    char cmd[2048];
-    FOR_EACH_SERVER_CHAPTER(c) {
-        ServerProc *s = fast_server(c);
-        if (!s) continue;
-        const char *out = test_tmp_path("node.out");
-        snprintf(cmd, sizeof cmd, "node '%s' http://127.0.0.1:%d/v1 > '%s' 2>&1", script, s->port, out);
-        int rc = system(cmd);
-        size_t n;
-        char err[ERR_MAX];
-        char *text = file_read_all(out, &n, err);
-        CHECK_MSG(rc == 0 && text && strstr(text, "all ok"), "%s: the openai client failed:\n%s", c, text ? text : err);
-        free(text);
-    }
+    node_client_on_fast_servers(script, "the openai client");
 }
 
 TEST(server_stream_equals_whole) {

@@ -62,7 +62,7 @@ TEST(server_malformed_requests_get_4xx) {
         expect_post(p, chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":2.5}", 400, "'max_tokens' must be an integer", c);
         expect_post(p, chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1e300}", 400, "max_tokens", c);
         expect_post(p, chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1e400}", 400, "too large", c);
-        expect_post(p, chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3}", 400, "'n' must be 1", c);
+        expect_post(p, chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":17}", 400, "'n' must be an integer from 1 to 16", c);
         expect_post(p, chat, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", 400, "role", c);
         expect_post(p, chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", 400, "invalid UTF-8", c);
         expect_post(p, chat, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"stop\":[1]}", 400, "'stop[0]' must be a string", c);

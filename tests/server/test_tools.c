@@ -234,7 +234,8 @@ TEST(server_tools_whole_replies) {
 }
 
 /* tool_choice required and a named function: the reply is made to start as a
- * call (prefilled until a constrained sampler enforces it), so even a reply
+ * call (prefilled; the rest is the constrained sampler's, which a script does
+ * not go through: test_structured.c tests it on a model), so even a reply
  * that would have been text is a call. */
 TEST(server_tools_choice_forces_a_call) {
     Scripted t;
