@@ -376,6 +376,7 @@ static void fork_choices(Sched *s, Job *lead, TickLog *log) {
             slot_put(s, f, slot);
             f->phase = JOB_DECODE;
             f->n_cached = lead->n_cached;
+            f->slot_cached = f->seq.n_tokens; /* every prompt token came from the lead: none prefilled here */
             f->position = f->seq.n_tokens;
             s->stats.admitted++;
             log_job(&log->admitted, f, " (slot %d, forked from %s)", slot, lead->in->id);
@@ -585,7 +586,6 @@ static void trace_tick(Sched *s, TickLog *log) {
 }
 
 static void slots_json(Sched *s, Buf *out);
-static void kv_json(Sched *s, Buf *out);
 
 /* The tick's event, when it did something: B, the prompt tokens prefilled,
  * and the state it left: the slots and queue, the pool's map and tables, and
