@@ -162,14 +162,7 @@ static SAMPLING_AVX2 int at_least_avx2(const float *logits, int n, float floor, 
     return m;
 }
 
-static bool cpu_avx2(void) {
-    static int has = -1;
-    if (has < 0) {
-        __builtin_cpu_init();
-        has = __builtin_cpu_supports("avx2");
-    }
-    return has;
-}
+static bool cpu_avx2(void) { return __builtin_cpu_supports("avx2"); } /* a read of what the C runtime found at start */
 #endif
 
 static void weights_of(const float *logits, int n, float max, float t, double *w) {

@@ -140,6 +140,7 @@ void events_emitf(EventHub *h, const char *fmt, ...) {
         emit(h, line, (size_t)n); /* counted by events_on above */
         return;
     }
+    if (n < 0) return; /* nothing formatted */
     char *big = xmalloc((size_t)n + 1); /* a long one: formatted again, whole */
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);

@@ -717,8 +717,9 @@ static void route_events(Exchange *x) {
         buf_free(&probe);
     }
     buf_printf(&b, "],\"next_id\":%llu}\n\n", (unsigned long long)events_count(h));
-    if (http_stream_begin(&hs, x->fd, x->req->minor, 200, "text/event-stream", false,
-                          "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") == 0 &&
+    Buf cors = {0};
+    const char *extra = with_cors(x, "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n", &cors);
+    if (http_stream_begin(&hs, x->fd, x->req->minor, 200, "text/event-stream", false, extra) == 0 &&
         http_stream_write(&hs, b.data, b.len) == 0) {
         double last = time_now_ms();
         while (!atomic_load(&x->s->stopping) && !client_gone(x->fd)) {
@@ -733,6 +734,7 @@ static void route_events(Exchange *x) {
     }
     snprintf(x->note, sizeof x->note, "event stream closed, %llu events dropped", (unsigned long long)events_dropped(sub));
     events_unsubscribe(sub);
+    buf_free(&cors);
     buf_free(&b);
 }
 
@@ -834,7 +836,8 @@ static void route_detokenize(Exchange *x) {
     if (!t || t->type != JSON_ARRAY) snprintf(msg, sizeof msg, "'tokens' must be an array of token ids");
     for (size_t i = 0; !msg[0] && i < t->n_items; i++) {
         const JsonValue *v = &t->items[i];
-        if (v->type != JSON_NUMBER || v->number != (double)(int32_t)v->number || v->number < 0 || v->number >= vocab)
+        /* the range first: converting a number outside int32_t is undefined */
+        if (v->type != JSON_NUMBER || !(v->number >= 0 && v->number < vocab) || v->number != (double)(int32_t)v->number)
             snprintf(msg, sizeof msg, "'tokens[%zu]' must be a token id from 0 to %d", i, vocab - 1);
         else ids[n++] = (int32_t)v->number;
     }
