@@ -889,29 +889,30 @@ typedef struct {
     const char *path;
     const char *method;
     void (*fn)(Exchange *x);
-    bool open;  /* answered without the API key */
+    bool open;   /* answered without the API key */
+    bool prefix; /* path is a prefix: the route answers every path that goes on after it */
 } Route;
 
 static const Route ROUTES[] = {
-    {"/", "GET", route_page, true},
-    {"/health", "GET", route_health, true},
-    {"/v1/models", "GET", route_models, false},
-    {"/v1/chat/completions", "POST", route_chat, false},
-    {"/v1/completions", "POST", route_completions, false},
-    {"/metrics", "GET", route_metrics, false},
-    {"/v1/kv", "GET", route_kv, false},
-    {"/v1/slots", "GET", route_slots, false},
-    {"/v1/events", "GET", route_events, false},
-    {"/v1/models/", "GET", route_model, false}, /* a path ending in '/' is a prefix: /v1/models/{id} */
-    {"/tokenize", "POST", route_tokenize, false},
-    {"/detokenize", "POST", route_detokenize, false},
-    {"/apply-template", "POST", route_apply_template, false},
+    {"/", "GET", route_page, true, false},
+    {"/health", "GET", route_health, true, false},
+    {"/v1/models", "GET", route_models, false, false},
+    {"/v1/chat/completions", "POST", route_chat, false, false},
+    {"/v1/completions", "POST", route_completions, false, false},
+    {"/metrics", "GET", route_metrics, false, false},
+    {"/v1/kv", "GET", route_kv, false, false},
+    {"/v1/slots", "GET", route_slots, false, false},
+    {"/v1/events", "GET", route_events, false, false},
+    {"/v1/models/", "GET", route_model, false, true}, /* /v1/models/{id} */
+    {"/tokenize", "POST", route_tokenize, false, false},
+    {"/detokenize", "POST", route_detokenize, false, false},
+    {"/apply-template", "POST", route_apply_template, false, false},
 };
 #define N_ROUTES ((int)(sizeof ROUTES / sizeof ROUTES[0]))
 
 static bool route_matches(const Route *r, const char *path) {
     size_t n = strlen(r->path);
-    if (n > 1 && r->path[n - 1] == '/') return strncmp(path, r->path, n) == 0 && path[n]; /* "/" is the page only */
+    if (r->prefix) return strncmp(path, r->path, n) == 0 && path[n];
     return strcmp(path, r->path) == 0;
 }
 
