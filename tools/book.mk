@@ -3,8 +3,9 @@
 #>                                             every page with its code pulled in, a sidebar in the order of
 #>                                             book/README.md's table, each chapter's exercises, each stage's diff,
 #>                                             figures measured now (from build/bench/bench.json when make
-#>                                             bench wrote it) and drawn by gnuplot; pandoc and gnuplot are
-#>                                             installed from Debian as root if missing; the tables of
+#>                                             bench wrote it) and drawn by gnuplot; pandoc, gnuplot and
+#>                                             chromium (the live page's screenshots) and puppeteer-core are
+#>                                             installed (Debian as root, npm) if missing; the tables of
 #>                                             exercises, code lines, coverage and a sample grade are computed
 #>                                             (BOOK_COVERAGE=0 skips the coverage runs); STUDENT=1: the
 #>                                             students' edition in build/book-student/, exercises as stubs in
