@@ -28,7 +28,8 @@ EXTRA_TOOLS += $(EXERCISES_TOOL)
 
 .PHONY: exercise grade exercise-run exercises-check
 # The students' edition of the chapter's text: the book pages that include its code.
-exercise: check-chapter $(EXERCISES_TOOL) $(BUILD)/tools/bookpp
+# Their @output directives run the programs on the default model, so those are built first.
+exercise: check-chapter $(EXERCISES_TOOL) $(BUILD)/tools/bookpp $(ALL_PROGRAMS) $(DEFAULT_MODEL)
 	@$(if $(FORCE),rm -rf exercises/$(chapter))
 	@$(EXERCISES_TOOL) stub $(chapter) exercises/$(chapter) || \
 	  { echo "(make chapter=$(chapter) exercise FORCE=1 replaces it)" >&2; exit 1; }
