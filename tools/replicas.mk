@@ -30,7 +30,7 @@ replicas: replicas-deps $(REPLICAS_SERVER) $(if $(filter $(DEFAULT_MODEL),$(MODE
 #   REPLICAS_LOAD="K T C SYSTEM USER OUTPUT": K conversations of T turns, C at a time,
 #   SYSTEM-token system prompts, USER-token user messages, OUTPUT tokens per answer.
 REPLICAS_LOAD  ?= 6 3 3 128 32 8
-REPLICAS_MODEL  = $(BUILD)/bench/models/qwen3-0.6b-q8_0.gguf
+REPLICAS_MODEL  = $(BENCH_DIR)/models/qwen3-0.6b-q8_0.gguf
 bench-replicas: replicas-deps $(REPLICAS_SERVER) $(BUILD)/tools/loadgen $(REPLICAS_MODEL)
 	tools/replicas/bench.sh $(REPLICAS_SERVER) $(BUILD)/tools/loadgen $(REPLICAS_MODEL) $(BUILD)/bench $(REPLICAS_LOAD)
 

@@ -139,7 +139,7 @@ static int load(Loaded *l, Options *o, char *err) {
     SchedConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],
                       .pool = l->pool, .ctx = ctx, .queue = o->queue, .max_concurrent = o->max_concurrent,
                       .prefill_chunk = o->prefill_chunk, .prefix_cache = !o->no_prefix_cache,
-                      .trace = o->trace ? stderr : NULL, .events = l->events, .tok = l->tok};
+                      .trace = o->trace ? stderr : NULL, .kv_trace = o->kv.trace ? stderr : NULL, .events = l->events, .tok = l->tok};
     if (!(l->engine = sched_engine_create(&sc, err))) return -1;
     if (strcmp(o->server.model_name, "model") == 0) o->server.model_name = l->name = model_name(o->model_path);
     o->server.tok = l->tok;

@@ -560,6 +560,27 @@ static void trace_part(Buf *line, const char *what, Buf *part) {
     buf_free(part);
 }
 
+/* --kv-trace: after a tick, each running request's block table and the pool,
+ * a line each ("kv <id> step <generated>: ..." as III.4's server prints). */
+static void trace_tables(Sched *s) {
+    if (!s->cfg.kv_trace || !s->cfg.pool) return;
+    Buf b = {0};
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->cfg.max_concurrent; i++) {
+        const Job *j = s->slots[i];
+        const KvBlockTable *t = j && j->seq.kv ? kv_paged_table(j->seq.kv) : NULL;
+        if (!t) continue;
+        buf_printf(&b, "kv %s step %d: ", t->owner, j->n_tokens - j->in->n_prompt);
+        kv_pool_trace(s->cfg.pool, t, &b);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (b.len) {
+        fputs(b.data, s->cfg.kv_trace);
+        fflush(s->cfg.kv_trace);
+    }
+    buf_free(&b);
+}
+
 static void trace_tick(Sched *s, TickLog *log) {
     Buf line = {0};
     trace_part(&line, "admitted", &log->admitted);
@@ -583,6 +604,7 @@ static void trace_tick(Sched *s, TickLog *log) {
         fflush(s->cfg.trace);
     }
     buf_free(&line);
+    trace_tables(s);
 }
 
 static void slots_json(Sched *s, Buf *out);

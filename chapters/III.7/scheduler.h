@@ -41,6 +41,7 @@ typedef struct {
     int prefill_chunk;    /* prompt tokens prefilled per tick, over all slots (>= 1) */
     bool prefix_cache;    /* share cached prefixes (a paged pool only) */
     FILE *trace;          /* --trace-scheduler: a line per tick that did something; NULL: none */
+    FILE *kv_trace;       /* --kv-trace: each running slot's block table after a tick; NULL: none */
     bool manual;          /* tests: no engine thread; sched_tick runs the ticks */
     EventHub *events;     /* what each tick did, for GET /v1/events and the live page; NULL: not recorded */
     const Tokenizer *tok; /* shows the prefix cache's token ids as text in the views; NULL: ids only */

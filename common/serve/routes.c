@@ -156,29 +156,22 @@ static ChatOptions chat_options(const Server *s, const OaiRequest *q) {
 }
 
 /* A chat's prompt text as Qwen3's template makes it (chat_options), then the
- * start that tool_choice demands of the reply. prefill (may be NULL) gets what
- * of the reply the text already holds (the continued message, that start), for
- * the reply's parser. */
-static char *render_chat(const Server *s, const OaiRequest *q, Buf *prefill) {
+ * start that tool_choice demands of the reply. */
+static char *render_chat(const Server *s, const OaiRequest *q) {
     ChatOptions opt = chat_options(s, q);
-    Buf text = {0}, forced = {0};
+    Buf text = {0};
     char *chat = chat_render_with(q->messages, q->n_messages, &opt);
     buf_puts(&text, chat);
     free(chat);
-    const char *turn = "<|im_start|>assistant\n", *open = NULL;
-    for (const char *p = strstr(text.data, turn); q->continue_final && p; p = strstr(p + 1, turn)) open = p;
-    if (open && prefill) buf_puts(prefill, open + strlen(turn));
-    oai_reply_prefix(q, &forced);
-    buf_append(&text, forced.data, forced.len);
-    if (prefill) buf_append(prefill, forced.data, forced.len);
-    buf_free(&forced);
+    oai_reply_prefix(q, &text);
     return text.data;
 }
 
 /* The prompt's tokens: a completion's text or ids, or a chat: its messages
  * encoded so that only the template's own markers become control tokens
  * (chat_encode), then the start tool_choice demands (the server's own text,
- * its specials parsed). prefill as in render_chat. */
+ * its specials parsed). prefill (may be NULL) gets what of the reply the
+ * prompt already holds (a continued message, that start), for the reply's parser. */
 static int prompt_tokens(const Server *s, const OaiRequest *q, int32_t **ids, int *n, Buf *prefill, char *err) {
     if (q->kind == OAI_COMPLETION && q->prompt_ids) {
         *n = q->n_prompt_ids;
@@ -190,9 +183,14 @@ static int prompt_tokens(const Server *s, const OaiRequest *q, int32_t **ids, in
         return tokenizer_encode(s->cfg.tok, q->prompt, q->prompt_len, q->parse_special, ids, n, err);
     ChatOptions opt = chat_options(s, q);
     if (chat_encode(s->cfg.tok, q->messages, q->n_messages, &opt, ids, n, err) != 0) return -1;
-    if (prefill) free(render_chat(s, q, prefill));
     Buf forced = {0};
     oai_reply_prefix(q, &forced);
+    if (prefill) {
+        char *continued = chat_continued(q->messages, q->n_messages, &opt);
+        buf_puts(prefill, continued);
+        buf_append(prefill, forced.data, forced.len);
+        free(continued);
+    }
     int32_t *more = NULL;
     int n_more = 0, rc = 0;
     if (forced.len && (rc = tokenizer_encode(s->cfg.tok, forced.data, forced.len, true, &more, &n_more, err)) == 0) {
@@ -867,7 +865,7 @@ static void route_apply_template(Exchange *x) {
     if (oai_parse_request(&q, OAI_CHAT, x->req->body, x->req->body_len, s->cfg.vocab_size, err, param) != 0) {
         routes_reply_error(x, 400, err, param);
     } else {
-        char *text = render_chat(s, &q, NULL);
+        char *text = render_chat(s, &q);
         int32_t *ids = NULL;
         int n = 0;
         prompt_tokens(s, &q, &ids, &n, NULL, err);

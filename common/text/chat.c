@@ -211,6 +211,20 @@ char *chat_render_with(const ChatMessage *msgs, int n, const ChatOptions *opt) {
     return o.text.data;
 }
 
+char *chat_continued(const ChatMessage *msgs, int n, const ChatOptions *opt) {
+    static const char open_turn[] = IM_START "assistant\n";
+    Out o = render(msgs, n, opt);
+    size_t at = o.text.len;
+    /* The left-open turn begins at the last marker the template wrote. */
+    if (opt->continue_final && !opt->add_generation_prompt && o.n_marks > 0 &&
+        strncmp(o.text.data + o.marks[o.n_marks - 1], open_turn, strlen(open_turn)) == 0)
+        at = o.marks[o.n_marks - 1] + strlen(open_turn);
+    char *rest = xstrdup(o.text.data + at);
+    free(o.marks);
+    buf_free(&o.text);
+    return rest;
+}
+
 char *chat_render(const ChatMessage *msgs, int n, bool add_generation_prompt, bool enable_thinking) {
     ChatOptions opt = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
     return chat_render_with(msgs, n, &opt);

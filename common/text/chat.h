@@ -78,6 +78,13 @@ char *chat_render(const ChatMessage *msgs, int n, bool add_generation_prompt, bo
 int chat_encode(const Tokenizer *tok, const ChatMessage *msgs, int n, const ChatOptions *opt, int32_t **ids,
                 int *n_ids, char *err);
 
+/* With opt->continue_final: what of the reply the rendering already holds,
+ * the continued (last) assistant message as written after its turn's
+ * "<|im_start|>assistant\n" (found by the template's own marker, so a message
+ * that spells that text does not move it). "" without continue_final.
+ * Returns a malloc'ed string. */
+char *chat_continued(const ChatMessage *msgs, int n, const ChatOptions *opt);
+
 /* The answer part of a generated reply: the text after the last </think>
  * without leading newlines (the whole text if there is no </think>). Returns a
  * pointer into reply. */

@@ -34,6 +34,7 @@ typedef struct {
     bool no_prefix_cache;
     int ctx;                                       /* 0: the model's */
     FILE *trace;                                   /* NULL: $TRACE_SCHED set, stderr, else none */
+    FILE *kv_trace;                                /* the block tables after each tick; NULL: none */
     const char *backend;                           /* NULL: scalar; parallel runs 2 threads */
     size_t events_ring;                            /* > 0: an event hub the engine and the pool record into, and
                                                       one subscriber (Fixture.sub) with a ring of this many bytes */
@@ -55,7 +56,8 @@ static bool fx_open(Fixture *f, Setup su) {
     SchedConfig c = {.model = &f->m, .be = f->be, .kv_kind = su.n_blocks ? "paged" : "basic", .pool = f->pool,
                      .ctx = su.ctx ? su.ctx : f->m.cfg.ctx_len, .queue = su.queue ? su.queue : 16, .max_concurrent = su.slots,
                      .prefill_chunk = su.chunk ? su.chunk : 256, .prefix_cache = !su.no_prefix_cache, .manual = true,
-                     .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL, .events = f->events,
+                     .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL, .kv_trace = su.kv_trace,
+                     .events = f->events,
                      .tok = f->tok};
     f->e = f->tok && f->be && (f->pool || !su.n_blocks) ? sched_engine_create(&c, err) : NULL;
     CHECK_MSG(f->e, "%s", err);
@@ -689,7 +691,8 @@ TEST(III7_sched_trace_views_and_bad_configs) {
     Fixture f;
     const char *path = test_tmp_path("trace.txt");
     FILE *trace = fopen(path, "w");
-    if (!fx_open(&f, (Setup){.slots = 2, .block_size = 4, .n_blocks = 16, .no_prefix_cache = true, .trace = trace})) {
+    if (!fx_open(&f, (Setup){.slots = 2, .block_size = 4, .n_blocks = 16, .no_prefix_cache = true, .trace = trace,
+                             .kv_trace = trace})) {
         fx_close(&f);
         fclose(trace);
         return;
@@ -707,6 +710,9 @@ TEST(III7_sched_trace_views_and_bad_configs) {
     char *text = file_read_all(path, &n, err);
     CHECK_MSG(text && strstr(text, "tick 1 | admitted req-0 (slot 0, cached 0 of 5), req-1 (slot 1, cached 0 of 6)") &&
                   strstr(text, "| ended req-0 (done) | slots 1/2, waiting 0, blocks used 2, cached 0, of 16"),
+              "%s", text ? text : err);
+    /* --kv-trace: the running request's table after the tick, its step the tokens it generated */
+    CHECK_MSG(text && strstr(text, "of 16\nkv req-1 step 2: 7 tokens in 2 blocks [") && !strstr(text, "kv req-0"),
               "%s", text ? text : err);
     free(text);
     Buf j = {0};
