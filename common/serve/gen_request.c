@@ -26,6 +26,7 @@ struct GenRequest {
     int bytes_cap;
     bool ended;               /* gen_push_token has returned true */
     GrammarState *grammar;    /* the reply's progress through in.grammar (NULL: none) */
+    const TokenTrie *trie;    /* with a grammar: the vocabulary's trie, built (once) by the connection's thread */
     float *constrained;       /* [vocab] gen_constrain's logits */
     int32_t *bias_ids;        /* [in.n_bias] in.bias_ids and in.bias point here */
     float *bias;
@@ -61,7 +62,10 @@ GenRequest *gen_request_create(const GenInput *in, const Tokenizer *tok, const c
         memcpy(r->bias, in->bias, sizeof(float) * (size_t)in->n_bias);
     }
     r->in.bias_ids = r->bias_ids, r->in.bias = r->bias;
-    if (in->grammar) r->grammar = grammar_start(in->grammar);
+    if (in->grammar) {
+        r->grammar = grammar_start(in->grammar);
+        r->trie = tokenizer_trie(tok);
+    }
     if (r->in.top_logprobs > GEN_MAX_TOP_LOGPROBS) r->in.top_logprobs = GEN_MAX_TOP_LOGPROBS;
     r->tok = tok;
     stop_init(&r->stop, stop, n_stop);
@@ -115,9 +119,8 @@ const float *gen_constrain(GenRequest *r, const float *logits, int vocab) {
         *l = r->in.bias[i] <= -100.0f ? -INFINITY : *l + r->in.bias[i];
     }
     if (r->grammar) {
-        const TokenTrie *trie = tokenizer_trie(r->tok);
-        grammar_mask(r->grammar, trie, r->constrained);
-        for (int id = trie->n_vocab; id < vocab; id++) r->constrained[id] = -INFINITY; /* the model's extra ids */
+        grammar_mask(r->grammar, r->trie, r->constrained);
+        for (int id = r->trie->n_vocab; id < vocab; id++) r->constrained[id] = -INFINITY; /* the model's extra ids */
     }
     return r->constrained;
 }
@@ -215,7 +218,7 @@ bool gen_push_token(GenRequest *r, int32_t token, const float *logits) {
     int n_after = r->res.n_generated + 1;
     pthread_mutex_unlock(&r->mu);
     bool at_limit = r->in.max_tokens > 0 && n_after >= r->in.max_tokens;
-    bool off_grammar = r->grammar && !grammar_accept(r->grammar, tokenizer_trie(r->tok), token);
+    bool off_grammar = r->grammar && !grammar_accept(r->grammar, r->trie, token);
     if (off_grammar) {   /* only when the grammar allowed no token at all: the reply ends here */
         emit(r, "", 0, true, &p.text);
         reason = grammar_complete(r->grammar) ? "stop" : "length";
