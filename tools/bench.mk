@@ -16,12 +16,12 @@
 #>   BENCH_KV_CONTEXTS=...                     contexts of the basic-vs-paged KV table (default: 256 1024 2048;
 #>                                             empty: no table)
 #>   BENCH_KV_TOKENS=N                         decode steps per run at each context (default: 16, median kept)
-#> make bench-space [BENCH_TYPES=...]          only say what disk space the bench models take, and check it
 #>   BENCH_BATCHES="1 2 4 8"                   batch sizes of III.7's batched-decode sweep ("": none)
 #>   BENCH_BATCH_PROMPT=N BENCH_BATCH_STEPS=N  its prompt tokens per sequence and decode steps (128, 64)
 #>   BENCH_AB_LOAD="N C PROMPT OUTPUT"         III.7's A/B for every type: N streaming requests, C at a time,
 #>                                             PROMPT-word prompts, OUTPUT tokens each, against chat-server
 #>                                             --max-concurrent 1 then C (default "16 8 16 64"; "": none)
+#> make bench-space [BENCH_TYPES=...]          only say what disk space the bench models take, and check it
 
 BENCH_TYPES    ?= q8_0 q4_0
 override BENCH_TYPES := $(if $(filter all,$(BENCH_TYPES)),f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k iq4_xs,$(BENCH_TYPES))
@@ -49,7 +49,8 @@ EXTRA_TOOLS += $(BUILD)/tools/membw $(BUILD)/tools/flops $(BUILD)/tools/bench
 # mostly unused fillers: say which, the tool prints the trie's size).
 #> make bench-grammar                          constrained sampling's cost per token: grammar_mask over the
 #>                                             whole vocabulary at each step of a JSON reply, with and
-#>                                             without the trie; writes build/bench/grammar.txt
+#>                                             without the trie, on the Q8_0 bench model's vocabulary
+#>                                             (made first if missing); writes build/bench/grammar.txt
 GRAMMAR_BENCH_VOCAB := $(or $(wildcard ../shared/reference/tokenizer/ggml-vocab-qwen2.gguf),$(firstword $(BENCH_MODELS)))
 $(BUILD)/tools/grammar-bench: tools/bench/grammar_bench.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)

@@ -3,7 +3,8 @@
 #
 #> make chapter=II.2 exercise [FORCE=1]        exercises/II.2: the chapter with its exercises stubbed,
 #>                                             EXERCISES.md, the task sheet, and book/, the chapter's
-#>                                             text with each exercise shown as its stub and task
+#>                                             text with each exercise shown as its stub and task (builds
+#>                                             the programs and default model whose output that text shows)
 #> make chapter=II.2 grade [EXERCISE=id]       grade exercises/II.2: OK/FAIL and points per exercise;
 #>                                             exits non-zero unless every graded exercise passes
 #>   [EXERCISE_DIR=dir] [GRADE_JSON=f.json]    grade another copy; write the points for autograders
