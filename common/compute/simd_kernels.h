@@ -735,6 +735,61 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
+#if !SIMD_512
+/* Q4_K on AVX2, a batch under QPRE_ROWS rows: K(qtile)'s block updates, in
+ * the same order with the same floats, but a super-block's 8 scales and mins
+ * are decoded once (not once per block) and each 32 bytes of codes are loaded
+ * once for the two blocks they hold. Q4_K activations carry no offset (their
+ * c[] lanes are 0) and one scale per block (s[] the same in every lane). */
+INLINE void K(q4k_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
+                        const char *ahead, size_t lines) {
+    const int nb = (int)(a->in / 32), nsb = nb / 8;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    VF acc[QT_R][QT_C];
+    const uint8_t *wr[QT_C];
+    UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
+    size_t per = i0 == 0 ? (lines + (size_t)nb - 1) / (size_t)nb : 0, line = 0;
+    for (int sb = 0; sb < nsb; sb++) {
+        float sc[QT_C][8], mn[QT_C][8]; /* d * sc_j and dmin * mn_j, as K(k4_scales) */
+        UNROLL for (int c = 0; c < C; c++) {
+            const uint8_t *p = wr[c] + (size_t)sb * 144;
+            float d = K(f16)(p), dmin = K(f16)(p + 2);
+            for (int j = 0; j < 8; j++) {
+                int scj, mnj;
+                dtype_scale_min_k4(j, p + 4, &scj, &mnj);
+                sc[c][j] = d * (float)scj;
+                mn[c][j] = dmin * (float)mnj;
+            }
+        }
+        for (int k = 0; k < 4; k++) {
+            __m256i v[QT_C];
+            UNROLL for (int c = 0; c < C; c++) v[c] = _mm256_loadu_si256((const __m256i *)(wr[c] + (size_t)sb * 144 + 16 + 32 * k));
+            UNROLL for (int h = 0; h < 2; h++) { /* blocks 2k (low nibbles) and 2k + 1 (high) */
+                int j = 2 * k + h, b = 8 * sb + j;
+                if (per) K(ask)(ahead, lines, &line, per, C);
+                __m256i u[QT_C];
+                UNROLL for (int c = 0; c < C; c++) u[c] = _mm256_and_si256(h ? _mm256_srli_epi16(v[c], 4) : v[c], m4);
+                UNROLL for (int r = 0; r < R; r++) {
+                    size_t row = (size_t)(i0 + r), si = row * a->s_stride + (size_t)b * VF_N;
+                    VI xq = VI_LOAD(a->q + row * a->q_stride + (size_t)b * QCHUNK);
+                    VF xm = VF_LOAD(a->m + si);
+                    float xd = a->s[si];
+                    UNROLL for (int c = 0; c < C; c++) {
+                        VI lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), ones);
+                        acc[r][c] = VF_FMA(VF_SET1(sc[c][j] * xd), VF_FROM_INT(lanes), acc[r][c]);
+                        acc[r][c] = VF_FNMA(VF_SET1(mn[c][j]), xm, acc[r][c]);
+                    }
+                }
+            }
+        }
+    }
+    int64_t out = w->ne[1];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+}
+#endif
+
 /* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. With many rows
  * (QPRE_ROWS or more), the C weight rows are decoded once into pre and every
  * row tile reads them from there (prefill: each weight byte decoded once per
@@ -753,6 +808,13 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
     } else {
         pre = NULL;
     }
+#if !SIMD_512
+    if (t == DT_Q4_K && !pre) {
+        for (; i + QT_R <= n; i += QT_R) K(q4k_tile)(QT_R, C, y, a, w, i, o0, ahead, lines);
+        if (i < n) K(q4k_tile)(1, C, y, a, w, i, o0, ahead, lines); /* QT_R is 2: one row left */
+        return;
+    }
+#endif
     for (; i + QT_R <= n; i += QT_R) K(qtile)(t, QT_R, C, y, a, w, i, o0, pre, ahead, lines);
     switch (n - i) {
 #if QT_R > 3
