@@ -186,10 +186,12 @@ static int prompt_tokens(const Server *s, const OaiRequest *q, int32_t **ids, in
     Buf forced = {0};
     oai_reply_prefix(q, &forced);
     if (prefill) {
-        char *continued = chat_continued(q->messages, q->n_messages, &opt);
-        buf_puts(prefill, continued);
+        if (q->continue_final) { /* the template again, for where the open message starts */
+            char *continued = chat_continued(q->messages, q->n_messages, &opt);
+            buf_puts(prefill, continued);
+            free(continued);
+        }
         buf_append(prefill, forced.data, forced.len);
-        free(continued);
     }
     int32_t *more = NULL;
     int n_more = 0, rc = 0;
