@@ -4,8 +4,10 @@
 passed=0; failed=0; skipped=0; crashed=0
 for t in "$@"; do
     echo "== $t"
+    t0=$(date +%s)
     out=$("$t" 2>&1); rc=$?
     printf '%s\n' "$out"
+    echo "   ($t: $(($(date +%s) - t0)) s)"
     last=$(printf '%s\n' "$out" | tail -n 1)
     case "$last" in
         *" passed, "*" failed"*)
