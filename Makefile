@@ -6,6 +6,7 @@
 #>   [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   any model, prompt, length and flags
 #> make test | make chapter=II.2 test          the tests of common/ and every chapter (or one chapter),
 #>                                             ending with "N passed, N failed, N skipped"
+#>   SUITES="common server"                    only those test binaries (build/tests/NAME)
 #> make memcheck                               short runs of every chapter under valgrind (installed from
 #>                                             Debian as root if missing)
 #> make clean                                  removes build/
@@ -148,8 +149,12 @@ ifeq ($(origin chapter),command line)
 test: check-chapter $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS)) $(TEST_MODELS) $(ALL_PROGRAMS)
 	@tools/run-tests.sh $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS))
 else
-test: $(ALL_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS) $(ALL_TOOLS)
-	@tools/run-tests.sh $(ALL_TESTS)
+# SUITES=: a part of the suite by the binaries' names (what a ThreadSanitizer run needs, say).
+SUITES       ?=
+SUITE_TESTS   = $(if $(SUITES),$(filter $(addprefix %/,$(SUITES)),$(ALL_TESTS)),$(ALL_TESTS))
+$(foreach t,$(SUITES),$(if $(filter %/$(t),$(ALL_TESTS)),,$(error SUITES: no test suite '$(t)'; suites: $(notdir $(ALL_TESTS)))))
+test: $(SUITE_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS) $(ALL_TOOLS)
+	@tools/run-tests.sh $(SUITE_TESTS)
 endif
 
 build: check-chapter

@@ -112,7 +112,7 @@ TEST(book_students_edition_shows_exercises_as_stubs) {
 static int answers_shown(const char *dir, bool students, char **out) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "set -e; B=%s; T=%s; CH=\"$(ls chapters)\"; rm -rf $T; mkdir -p $T/diff; src=chapters; %s\n"
+             "set -e; B=%s; export BUILD=$B; T=%s; CH=\"$(ls chapters)\"; rm -rf $T; mkdir -p $T/diff; src=chapters; %s\n"
              "$B/tools/chapter-diff --stages | while IFS='\t' read -r c s rest; do\n"
              "  $B/tools/chapter-diff --chapters-dir $src --no-check --html $T/diff --stage $s >/dev/null\n"
              "  $B/tools/chapter-diff --chapters-dir $src --no-check --html $T/diff --fragment --stage $s >/dev/null\n"
