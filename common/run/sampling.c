@@ -78,6 +78,34 @@ static void weights_scalar(const float *logits, int n, float max, float t, doubl
     for (int i = 0; i < n; i++) w[i] = sampling_exp(((double)logits[i] - (double)max) / (double)t);
 }
 
+/* min-p: drops the weights below min_p times the best one's (which is 1). */
+static void cut_min_p(double *weight, int n, float min_p) {
+    if (min_p <= 0.0f) return;
+    for (int i = 0; i < n; i++)
+        if (weight[i] < (double)min_p) weight[i] = 0.0;
+}
+
+/* The running sums of weight[] over [i0, i1) into cum[] (NULL: the sum
+ * only), going on from sum; *last becomes the last i with a weight > 0.
+ * Returns the sum at i1. */
+static double chain(const double *weight, double *cum, int i0, int i1, double sum, int *last) {
+    for (int i = i0; i < i1; i++) {
+        sum += weight[i];
+        if (cum) cum[i] = sum;
+        if (weight[i] > 0.0) *last = i;
+    }
+    return sum;
+}
+
+/* The weights of logits[0..n) after temperature t and min-p into w, and
+ * their sum in order (with the running sums, as chain). */
+static double weigh_scalar(const float *logits, int n, float max, float t, float min_p, double *w, double *cum,
+                           double sum, int *last) {
+    weights_scalar(logits, n, max, t, w);
+    cut_min_p(w, n, min_p);
+    return chain(w, cum, 0, n, sum, last);
+}
+
 static float max_scalar(const float *logits, int n) {
     float m = logits[0];
     for (int i = 1; i < n; i++)
@@ -88,32 +116,96 @@ static float max_scalar(const float *logits, int n) {
 #if defined(__x86_64__)
 #define SAMPLING_AVX2 __attribute__((target("avx2")))
 
-/* sampling_exp of 4 lanes known to lie in [-708, 709]: no special case, and
- * 2^k a normal double (k >= -1021). Same operations, same order. */
-static SAMPLING_AVX2 __m256d exp4(__m256d x) {
-    const __m256d round = _mm256_set1_pd(0x1.8p52);
-    __m256d k = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.44269504088896338700e+00)), round), round);
-    __m256d r = _mm256_sub_pd(_mm256_sub_pd(x, _mm256_mul_pd(k, _mm256_set1_pd(6.93147180369123816490e-01))),
-                              _mm256_mul_pd(k, _mm256_set1_pd(1.90821492927058770002e-10)));
-    __m256d p = _mm256_set1_pd(EXP_INV_FACT[13]);
-    for (int n = 12; n >= 0; n--) p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(EXP_INV_FACT[n]));
-    /* 2^k from its bits: k + 1.5 * 2^52 holds k in its low bits */
-    __m256i ki = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(k, round)), _mm256_castpd_si256(round));
-    __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(ki, _mm256_set1_epi64x(1023)), 52);
-    return _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
+/* How many groups of 4 lanes the exps work on side by side: one exp is a
+ * chain of 30 dependent operations, so only several at once keep the
+ * arithmetic units busy. */
+#define EXP_GROUPS 8
+
+/* Weights made but not yet summed: w[i..end) go on the running sum next. */
+typedef struct {
+    const double *w;
+    double *cum;   /* the running sums (NULL: none kept) */
+    int i, end;
+    double sum;
+    int last;      /* the last index with a weight > 0 */
+} Pending;
+
+/* Adds the next k pending weights (fewer if fewer are pending): chain's steps. */
+static inline void sum_some(Pending *s, int k) {
+    int end = s->end - s->i < k ? s->end : s->i + k;
+    for (; s->i < end; s->i++) {
+        s->sum += s->w[s->i];
+        if (s->cum) s->cum[s->i] = s->sum;
+        if (s->w[s->i] > 0.0) s->last = s->i;
+    }
 }
 
-static SAMPLING_AVX2 void weights_avx2(const float *logits, int n, float max, float t, double *w) {
-    const __m256d vmax = _mm256_set1_pd((double)max), vt = _mm256_set1_pd((double)t);
-    const __m256d lo = _mm256_set1_pd(-708.0), hi = _mm256_set1_pd(709.0);
-    int i = 0;
-    for (; i + 4 <= n; i += 4) {
-        __m256d x = _mm256_div_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(logits + i)), vmax), vt);
-        __m256d in = _mm256_and_pd(_mm256_cmp_pd(x, lo, _CMP_GE_OQ), _mm256_cmp_pd(x, hi, _CMP_LE_OQ));
-        if (_mm256_movemask_pd(in) == 15) _mm256_storeu_pd(w + i, exp4(x));
-        else weights_scalar(logits + i, 4, max, t, w + i); /* far below the max, -inf, NaN */
+/* sampling_exp of 4 x EXP_GROUPS lanes known to lie in [-708, 709]: no special
+ * case, and 2^k a normal double (k >= -1021). Same operations, same order;
+ * x[g] holds 2^k while the polynomials run, so that they have the registers.
+ * The sum waits 3 cycles per add and the polynomials on their multiplies:
+ * each step of the polynomials also adds 3 of the pending weights, so that
+ * the core finds both in one stream of instructions and runs them side by side. */
+static inline SAMPLING_AVX2 void exp4s(__m256d *x, Pending *pending) {
+    const __m256d round = _mm256_set1_pd(0x1.8p52);
+    __m256d r[EXP_GROUPS], p[EXP_GROUPS];
+#pragma GCC unroll 8
+    for (int g = 0; g < EXP_GROUPS; g++) {
+        __m256d k = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(x[g], _mm256_set1_pd(1.44269504088896338700e+00)), round), round);
+        r[g] = _mm256_sub_pd(_mm256_sub_pd(x[g], _mm256_mul_pd(k, _mm256_set1_pd(6.93147180369123816490e-01))),
+                             _mm256_mul_pd(k, _mm256_set1_pd(1.90821492927058770002e-10)));
+        /* 2^k from its bits: k + 1.5 * 2^52 holds k in its low bits */
+        __m256i ki = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(k, round)), _mm256_castpd_si256(round));
+        x[g] = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(ki, _mm256_set1_epi64x(1023)), 52));
+        p[g] = _mm256_set1_pd(EXP_INV_FACT[13]);
     }
+    for (int n = 12; n >= 0; n--) { /* a step of every group, then the next step */
+        const __m256d c = _mm256_set1_pd(EXP_INV_FACT[n]);
+#pragma GCC unroll 8
+        for (int g = 0; g < EXP_GROUPS; g++) p[g] = _mm256_add_pd(_mm256_mul_pd(p[g], r[g]), c);
+        sum_some(pending, 3);
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < EXP_GROUPS; g++) x[g] = _mm256_mul_pd(p[g], x[g]);
+}
+
+/* weigh_scalar 4 x EXP_GROUPS at a time: the weights side by side, their
+ * sums one chain in order, a block behind (see exp4s). */
+static SAMPLING_AVX2 double weigh_avx2(const float *logits, int n, float max, float t, float min_p, double *w,
+                                       double *cum, double sum, int *last) {
+    enum { STEP = 4 * EXP_GROUPS };
+    const __m256d vmax = _mm256_set1_pd((double)max), vt = _mm256_set1_pd((double)t);
+    const __m256d lo = _mm256_set1_pd(-708.0), hi = _mm256_set1_pd(709.0), vmin_p = _mm256_set1_pd((double)min_p);
+    const bool div = t != 1.0f;   /* x / 1 is x: the same bits without the division */
+    Pending pending = {w, cum, 0, 0, sum, *last};
+    int i = 0;
+    for (; i + STEP <= n; i += STEP) {
+        __m256d x[EXP_GROUPS], in = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+#pragma GCC unroll 8
+        for (int g = 0; g < EXP_GROUPS; g++) {
+            x[g] = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(logits + i + 4 * g)), vmax);
+            if (div) x[g] = _mm256_div_pd(x[g], vt);
+            in = _mm256_and_pd(in, _mm256_and_pd(_mm256_cmp_pd(x[g], lo, _CMP_GE_OQ), _mm256_cmp_pd(x[g], hi, _CMP_LE_OQ)));
+        }
+        if (_mm256_movemask_pd(in) == 15) {
+            exp4s(x, &pending);
+#pragma GCC unroll 8
+            for (int g = 0; g < EXP_GROUPS; g++) {
+                if (min_p > 0.0f) x[g] = _mm256_andnot_pd(_mm256_cmp_pd(x[g], vmin_p, _CMP_LT_OQ), x[g]);
+                _mm256_storeu_pd(w + i + 4 * g, x[g]);
+            }
+        } else {
+            weights_scalar(logits + i, STEP, max, t, w + i); /* far below the max, -inf, NaN */
+            cut_min_p(w + i, STEP, min_p);
+        }
+        sum_some(&pending, STEP); /* what the polynomials left, then this block is pending */
+        pending.end = i + STEP;
+    }
+    sum_some(&pending, STEP);
     weights_scalar(logits + i, n - i, max, t, w + i);
+    cut_min_p(w + i, n - i, min_p);
+    *last = pending.last;
+    return chain(w, cum, i, n, pending.sum, last);
 }
 
 /* max_scalar's result: a lane keeps its value unless a logit is greater
@@ -165,14 +257,13 @@ static SAMPLING_AVX2 int at_least_avx2(const float *logits, int n, float floor, 
 static bool cpu_avx2(void) { return __builtin_cpu_supports("avx2"); } /* a read of what the C runtime found at start */
 #endif
 
-static void weights_of(const float *logits, int n, float max, float t, double *w) {
+/* The weights of logits[0..n) into w, their running sums into cum (NULL:
+ * none), *last the last index with a weight > 0; returns their sum. */
+static double weigh(const float *logits, int n, float max, float t, float min_p, double *w, double *cum, int *last) {
 #if defined(__x86_64__)
-    if (cpu_avx2()) {
-        weights_avx2(logits, n, max, t, w);
-        return;
-    }
+    if (cpu_avx2()) return weigh_avx2(logits, n, max, t, min_p, w, cum, 0.0, last);
 #endif
-    weights_scalar(logits, n, max, t, w);
+    return weigh_scalar(logits, n, max, t, min_p, w, cum, 0.0, last);
 }
 
 static float max_logit(const float *logits, int n) {
@@ -368,9 +459,8 @@ static int select_top(Sampler *s, const float *logits, float max) {
     bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
     double stop = INFINITY;   /* pop until the kept mass reaches this */
     if (p_on && !k_on) {
-        weights_of(logits, V, max, p->temperature, s->cum); /* scratch: the terms, summed in order */
-        double z = 0.0;
-        for (int i = 0; i < V; i++) z += s->cum[i];
+        int last;
+        double z = weigh(logits, V, max, p->temperature, 0.0f, s->cum, NULL, &last); /* s->cum: scratch */
         stop = (double)p->top_p * z;
     }
     int limit = k_on ? p->top_k : V;
@@ -397,24 +487,6 @@ static int select_top(Sampler *s, const float *logits, float max) {
     return m;
 }
 
-/* min-p: drops the weights below min_p times the best one's (which is 1). */
-static void cut_min_p(double *weight, int n, float min_p) {
-    if (min_p <= 0.0f) return;
-    for (int i = 0; i < n; i++)
-        if (weight[i] < (double)min_p) weight[i] = 0.0;
-}
-
-/* The running sums of weight[] over [i0, i1) into cum[], going on from sum;
- * *last becomes the last i with a weight > 0. Returns the sum at i1. */
-static double running_sums(const double *weight, double *cum, int i0, int i1, double sum, int *last) {
-    for (int i = i0; i < i1; i++) {
-        sum += weight[i];
-        cum[i] = sum;
-        if (weight[i] > 0.0) *last = i;
-    }
-    return sum;
-}
-
 /* Draws index i of n with probability weight[i] / sum: the first i whose
  * running sum cum[i] exceeds a uniform draw times the sum. The sums never
  * decrease (the weights are >= 0), so that i is found by binary search. */
@@ -429,10 +501,6 @@ static int pick(Rng *rng, const double *cum, int n, double sum, int last) {
     return lo < n ? lo : last;   /* none: rounding left target at the very end */
 }
 
-/* Logits weighed a block at a time, the block's sums made while its weights
- * are still in the fastest cache. */
-#define SAMPLE_BLOCK 512
-
 int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
     const SamplerParams *p = &s->p;
     const float *l = apply_penalties(s, logits);
@@ -445,15 +513,10 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
     if (filtered) {
         n = select_top(s, l, max);
         cut_min_p(s->weight, n, p->min_p);
-        sum = running_sums(s->weight, s->cum, 0, n, 0.0, &last);
+        sum = chain(s->weight, s->cum, 0, n, 0.0, &last);
     } else {   /* the whole vocabulary, in id order */
         n = s->vocab;
-        for (int i0 = 0; i0 < n; i0 += SAMPLE_BLOCK) {
-            int i1 = n - i0 < SAMPLE_BLOCK ? n : i0 + SAMPLE_BLOCK;
-            weights_of(l + i0, i1 - i0, max, p->temperature, s->weight + i0);
-            cut_min_p(s->weight + i0, i1 - i0, p->min_p);
-            sum = running_sums(s->weight, s->cum, i0, i1, sum, &last);
-        }
+        sum = weigh(l, n, max, p->temperature, p->min_p, s->weight, s->cum, &last);
     }
     int i = pick(&s->rng, s->cum, n, sum, last);
     if (prob) *prob = (float)(s->weight[i] / sum);
