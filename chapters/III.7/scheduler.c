@@ -342,17 +342,41 @@ static void publish(Sched *s, Job *j) {
 
 /* The next token from j's logits by its own Sampler, to its client. false
  * when j is done (it ended itself, or its sequence is full). */
-static bool choose_next(Sched *s, Job *j) {
-    double t0 = time_now_ms();
+static bool choose_one(Sched *s, Job *j) {
     int32_t token = sampler_sample(j->sampler, gen_constrain(j->req, j->seq.logits, s->cfg.model->cfg.vocab_size), NULL);
     sampler_accept(j->sampler, token);
     j->tokens[j->n_tokens++] = token;
     bool ended = gen_push_token(j->req, token, j->seq.logits);
+    return !ended && j->seq.n_tokens < j->cap;
+}
+
+typedef struct {
+    Sched *s;
+    Job **jobs;
+    bool *go_on;
+} Choices;
+
+static void choose_row(void *arg, int i) {
+    Choices *c = arg;
+    c->go_on[i] = choose_one(c->s, c->jobs[i]);
+}
+
+/* choose_one for each of jobs[0..n), side by side on the backend's threads:
+ * each job draws from its own Sampler and writes only its own request, so
+ * which thread runs it never changes a token. go_on[i]: job i goes on. */
+static void choose_all(Sched *s, Job **jobs, int n, bool *go_on) {
+    double t0 = time_now_ms();
+    for_rows(s->cfg.be, n, choose_row, &(Choices){s, jobs, go_on});
     double ms = time_now_ms() - t0;
     pthread_mutex_lock(&s->mu);
     s->stats.choose_ms += ms;
     pthread_mutex_unlock(&s->mu);
-    return !ended && j->seq.n_tokens < j->cap;
+}
+
+static bool choose_next(Sched *s, Job *j) {
+    bool go_on;
+    choose_all(s, &j, 1, &go_on);
+    return go_on;
 }
 
 /* n > 1: lead's prompt is in. Each other choice forks its sequence: every
@@ -534,7 +558,11 @@ static void decode(Sched *s, Job **jobs, int n, TickLog *log) {
     for (int i = 0; i < b; i++) {
         gen_charge(batch[i]->req, ms / b, b); /* one step served b requests: each is charged its share */
         log_job(&log->decoded, batch[i], "%s", "");
-        if (choose_next(s, batch[i])) publish(s, batch[i]);
+    }
+    bool go_on[b];
+    choose_all(s, batch, b, go_on);
+    for (int i = 0; i < b; i++) {
+        if (go_on[i]) publish(s, batch[i]);
         else job_end(s, batch[i], 0, NULL, log);
     }
 }
