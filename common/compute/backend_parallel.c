@@ -21,6 +21,10 @@
  * tail that was no shorter). A thread the OS puts aside then holds half the
  * job: the pool's stall rule (threadpool.h) covers that. */
 #define PAR_CHUNKS_PER_THREAD 1
+/* for_rows' chunks per thread: rows need no prefetch run, and one row can
+ * cost far more than another (a token chosen under a grammar beside a greedy
+ * one), so they go out in small pieces that whoever is free takes. */
+#define PAR_ROW_CHUNKS_PER_THREAD 8
 
 typedef struct {
     const SimdKernels *k; /* NULL: scalar kernels */
@@ -124,7 +128,7 @@ static void job_rows(void *arg, int chunk) {
 /* Whole rows to threads; one row stays on the calling thread. */
 static void parallel_rows(Backend *be, int n, RowFn fn, void *arg) {
     ParImpl *im = be->impl;
-    RowsJob j = {fn, arg, n, min_int(n, pool_threads(im->pool) * PAR_CHUNKS_PER_THREAD)};
+    RowsJob j = {fn, arg, n, min_int(n, pool_threads(im->pool) * PAR_ROW_CHUNKS_PER_THREAD)};
     if (j.n_chunks <= 1) rows_in_order(be, n, fn, arg);
     else pool_run(im->pool, job_rows, &j, j.n_chunks);
 }

@@ -459,7 +459,7 @@ static int select_top(Sampler *s, const float *logits, float max) {
     bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
     double stop = INFINITY;   /* pop until the kept mass reaches this */
     if (p_on && !k_on) {
-        int last;
+        int last = 0;
         double z = weigh(logits, V, max, p->temperature, 0.0f, s->cum, NULL, &last); /* s->cum: scratch */
         stop = (double)p->top_p * z;
     }
