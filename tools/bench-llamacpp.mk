@@ -1,9 +1,10 @@
-# The yardstick (never part of make test): llama.cpp's llama-bench and
-# llama-batched-bench, built once under build/llamacpp from the llama.cpp source
+# The yardstick (never part of make test): llama.cpp's llama-bench,
+# llama-batched-bench and llama-server, built once under build/llamacpp from the llama.cpp source
 # that the npm package node-llama-cpp ships (tools/bench/llamacpp-build.sh), run
 # on the same Qwen3-0.6B-shaped models as make bench (bench.mk makes them),
 # interleaved with this engine: tools/bench/llamacpp.c prints the tables and
-# writes build/bench/llamacpp.md and llamacpp.json.
+# writes build/bench/llamacpp.md and llamacpp.json. make bench-serve puts
+# the last chapter's chat-server beside llama-server under one load.
 # Read before bench.mk: only the Makefile's and models.mk's variables here.
 #> make bench-llamacpp                         this engine and llama.cpp side by side on the bench models:
 #>                                             warm prefill (pp128; and our cold one), decode (tg64) and
@@ -17,7 +18,17 @@
 #>   BENCH_LLAMACPP_REPS=N                     pp and tg runs per round, after a warm-up (default: 2)
 #>   BENCH_LLAMACPP_THREADS=N                  threads on both sides (default: 2)
 #>   BENCH_LLAMACPP_BATCHES="1 2 4 8"          batched-decode batch sizes ("": none)
-#> make llamacpp-build                         only build llama.cpp's two benchmarks, in build/llamacpp
+#> make bench-serve                            the last chapter's chat-server and llama.cpp's llama-server
+#>                                             under one streaming load (loadgen), same model file, slots
+#>                                             and threads, rounds interleaved: output tok/s, TTFT and
+#>                                             inter-token p50/p99, medians (tools/bench/serve.sh); writes
+#>                                             build/bench/serve.json; knobs:
+#>   BENCH_SERVE_TYPE=q8_0                     the model's weight type
+#>   BENCH_SERVE_LOAD="32 8 64 32 1"           N requests, C at a time (the slots of both servers),
+#>                                             prompt words, output tokens, temperature (each server's
+#>                                             default sampler at it)
+#>   BENCH_SERVE_ROUNDS=N                      rounds (default: 3); threads: BENCH_LLAMACPP_THREADS
+#> make llamacpp-build                         only build llama.cpp's benchmarks and server, in build/llamacpp
 BENCH_LLAMACPP_TYPES   ?= f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k iq4_xs
 BENCH_LLAMACPP_ROUNDS  ?= 3
 BENCH_LLAMACPP_REPS    ?= 2
@@ -57,3 +68,20 @@ bench-llamacpp: llamacpp-build $(BUILD)/tools/pp-tg $(BUILD)/tools/bench-llamacp
 	  --models $(BUILD)/bench/models --out $(BUILD)/bench --types "$(BENCH_LLAMACPP_TYPES)" \
 	  --rounds $(BENCH_LLAMACPP_ROUNDS) --reps $(BENCH_LLAMACPP_REPS) --threads $(BENCH_LLAMACPP_THREADS) \
 	  --batches "$(BENCH_LLAMACPP_BATCHES)"
+
+# The servers side by side: ours with C slots, llama-server with C slots (-np) of
+# 1024 positions each, both on BENCH_LLAMACPP_THREADS threads.
+BENCH_SERVE_TYPE   ?= q8_0
+BENCH_SERVE_LOAD   ?= 32 8 64 32 1
+BENCH_SERVE_ROUNDS ?= 3
+SERVE_MODEL := $(BUILD)/bench/models/qwen3-0.6b-$(BENCH_SERVE_TYPE).gguf
+SERVE_OURS  := $(BUILD)/$(lastword $(CHAPTERS))/chat-server
+SERVE_C      = $(word 2,$(BENCH_SERVE_LOAD))
+.PHONY: bench-serve
+bench-serve: BENCH_TYPES = $(BENCH_SERVE_TYPE)
+bench-serve: llamacpp-build $(SERVE_OURS) $(BUILD)/tools/loadgen $(SERVE_MODEL)
+	tools/bench/serve.sh $(BUILD)/tools/loadgen $(BUILD)/bench $(BENCH_SERVE_ROUNDS) "$(BENCH_SERVE_LOAD)" \
+	  "$(lastword $(CHAPTERS)) chat-server=$(SERVE_OURS) $(SERVE_MODEL) --bind 127.0.0.1:@PORT@ \
+	    --max-concurrent $(SERVE_C) --queue $(word 1,$(BENCH_SERVE_LOAD)) --backend parallel --threads $(BENCH_LLAMACPP_THREADS)" \
+	  "llama-server=$(LLAMACPP_DIR)/cmake/bin/llama-server -m $(SERVE_MODEL) --host 127.0.0.1 --port @PORT@ \
+	    -np $(SERVE_C) -c $$(($(SERVE_C) * 1024)) -t $(BENCH_LLAMACPP_THREADS) -tb $(BENCH_LLAMACPP_THREADS)"

@@ -1,13 +1,13 @@
 #!/bin/sh
-# llamacpp-build.sh PACKAGE DIR: builds llama.cpp's llama-bench and
-# llama-batched-bench under DIR (DIR/cmake/bin), the yardstick of
-# `make bench-llamacpp`, from the llama.cpp source the npm package PACKAGE
+# llamacpp-build.sh PACKAGE DIR: builds llama.cpp's llama-bench,
+# llama-batched-bench and llama-server under DIR (DIR/cmake/bin), the
+# yardstick of `make bench-llamacpp` and `make bench-serve`, from the llama.cpp source the npm package PACKAGE
 # (node-llama-cpp@VERSION) ships as llama/gitRelease.bundle:
 #   DIR/PACKAGE.tgz   npm pack (the only step that uses the network)
 #   DIR/package/      the bundle and llama.cpp.info.json (its tag), from the tarball
 #   DIR/src/          git clone of the bundle
 #   DIR/cmake/        CPU only, -march=native, Release, static, no HTTPS/curl;
-#                     only the two targets, with -j2
+#                     only the three targets, with -j2
 # Each step is skipped when its output is there; DIR/source.txt names what was built.
 set -eu
 pkg=${1:?usage: llamacpp-build.sh PACKAGE DIR}
@@ -42,7 +42,7 @@ echo "${tag:-?} (npm $pkg, llama/gitRelease.bundle, commit $(git -C src rev-pars
 made_in=$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' cmake/CMakeCache.txt 2>/dev/null || true)
 moved=
 if [ -n "$made_in" ] && [ "$made_in" != "$(pwd)/cmake" ]; then
-    if [ -x cmake/bin/llama-bench ] && [ -x cmake/bin/llama-batched-bench ]; then
+    if [ -x cmake/bin/llama-bench ] && [ -x cmake/bin/llama-batched-bench ] && [ -x cmake/bin/llama-server ]; then
         moved=1
     else
         say "$dir/cmake was configured in $made_in: configuring again here"
@@ -50,19 +50,23 @@ if [ -n "$made_in" ] && [ "$made_in" != "$(pwd)/cmake" ]; then
     fi
 fi
 
+# A build configured before llama-server was one of the targets: configure again.
+if [ -f cmake/CMakeCache.txt ] && [ -z "$moved" ] && ! grep -q '^LLAMA_BUILD_SERVER:BOOL=ON' cmake/CMakeCache.txt; then
+    rm -f cmake/CMakeCache.txt
+fi
 if [ ! -f cmake/CMakeCache.txt ]; then
     say "configuring llama.cpp $(cat source.txt) in $dir/cmake"
     cmake -S src -B cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DGGML_CCACHE=OFF -Wno-dev >cmake.log 2>&1 ||
+        -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DGGML_CCACHE=OFF -Wno-dev >cmake.log 2>&1 ||
         { tail -n 20 cmake.log >&2; fail "cmake could not configure llama.cpp (all of it in $dir/cmake.log)"; }
 fi
-if [ ! -x cmake/bin/llama-bench ] || [ ! -x cmake/bin/llama-batched-bench ]; then
-    say "building llama-bench and llama-batched-bench (minutes on 2 cores; log in $dir/build.log)"
+if [ ! -x cmake/bin/llama-bench ] || [ ! -x cmake/bin/llama-batched-bench ] || [ ! -x cmake/bin/llama-server ]; then
+    say "building llama-bench, llama-batched-bench and llama-server (minutes on 2 cores; log in $dir/build.log)"
 fi
 if [ -n "$moved" ]; then
-    say "$dir/cmake was configured in $made_in: using its llama-bench and llama-batched-bench as they are"
+    say "$dir/cmake was configured in $made_in: using its benchmarks and server as they are"
 else
-    cmake --build cmake --config Release -j2 --target llama-bench llama-batched-bench >build.log 2>&1 ||
+    cmake --build cmake --config Release -j2 --target llama-bench llama-batched-bench llama-server >build.log 2>&1 ||
         { tail -n 20 build.log >&2; fail "building llama.cpp failed (all of it in $dir/build.log)"; }
 fi
