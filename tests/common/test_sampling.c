@@ -363,6 +363,25 @@ static void random_logits(Rng *r, float *l, int V, int shape) {
     }
 }
 
+/* n draws from the sampler and from ref_sample, both seeded with p->seed:
+ * adds the ones that differ in token or probability bits to *bad (the first
+ * few printed); returns n. */
+static int draws_differ(const SamplerParams *p, const float *l, int V, int n, int *bad) {
+    Sampler *s = sampler_create(p, V);
+    Rng ref;
+    rng_seed(&ref, p->seed);
+    for (int k = 0; k < n; k++) {
+        float got_p, want_p;
+        int32_t got = sampler_sample(s, l, &got_p), want = ref_sample(p, &ref, l, V, &want_p);
+        if ((got != want || memcmp(&got_p, &want_p, sizeof got_p) != 0) && (*bad)++ < 5)
+            fprintf(stderr, "    V %d T %g k %d p %g min_p %g seed %llu: token %d p %.9g, want %d p %.9g\n", V,
+                    p->temperature, p->top_k, p->top_p, p->min_p, (unsigned long long)p->seed, got, got_p, want,
+                    want_p);
+    }
+    sampler_free(s);
+    return n;
+}
+
 TEST(sampling_fast_paths_draw_as_the_plain_algorithm) {
     static const float temps[] = {0.05f, 0.3f, 0.7f, 1.0f, 1.6f};
     static const int top_ks[] = {0, 1, 20, 40, 2000};
@@ -383,19 +402,7 @@ TEST(sampling_fast_paths_draw_as_the_plain_algorithm) {
             p.top_p = top_ps[(seed / 2 + v) % 4];
             p.min_p = min_ps[seed % 2];
             p.seed = 1000 + (uint64_t)seed;
-            Sampler *s = sampler_create(&p, V);
-            Rng ref;
-            rng_seed(&ref, p.seed);
-            for (int k = 0; k < 3; k++, cases++) {
-                float got_p, want_p;
-                int32_t got = sampler_sample(s, l, &got_p), want = ref_sample(&p, &ref, l, V, &want_p);
-                if (got != want || memcmp(&got_p, &want_p, sizeof got_p) != 0) {
-                    if (bad++ < 5)
-                        fprintf(stderr, "    V %d T %g k %d p %g min_p %g seed %d: token %d p %.9g, want %d p %.9g\n", V,
-                                p.temperature, p.top_k, p.top_p, p.min_p, seed, got, got_p, want, want_p);
-                }
-            }
-            sampler_free(s);
+            cases += draws_differ(&p, l, V, 3, &bad);
         }
         free(l);
     }
@@ -420,17 +427,7 @@ TEST(sampling_whole_vocabulary_draws_as_the_plain_algorithm) {
             p.temperature = temps[seed % 3];
             p.min_p = seed % 2 ? 0.05f : 0.0f;
             p.seed = 77 + (uint64_t)seed;
-            Sampler *s = sampler_create(&p, V);
-            Rng ref;
-            rng_seed(&ref, p.seed);
-            for (int k = 0; k < 4; k++, cases++) {
-                float got_p, want_p;
-                int32_t got = sampler_sample(s, l, &got_p), want = ref_sample(&p, &ref, l, V, &want_p);
-                if ((got != want || memcmp(&got_p, &want_p, sizeof got_p) != 0) && bad++ < 5)
-                    fprintf(stderr, "    V %d T %g min_p %g shape %d: token %d p %.9g, want %d p %.9g\n", V,
-                            p.temperature, p.min_p, seed, got, got_p, want, want_p);
-            }
-            sampler_free(s);
+            cases += draws_differ(&p, l, V, 4, &bad);
         }
         free(l);
     }
