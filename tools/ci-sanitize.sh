@@ -26,7 +26,7 @@ step "asan+ubsan suite" make -j2 test SANITIZE=1
 # pool and backends (common), the servers and their engines (III.4, III.7,
 # server, replicas, reliability) and loadgen's clients. The others (cross,
 # exercises and the rest) run the same pool again, or no thread at all: under
-# ASan+UBSan they run whole, and under TSan they took 18 of its 27 minutes.
+# ASan+UBSan they run whole, and under TSan they took 17 of its 27 minutes.
 TSAN_SUITES="common chapter-III.4 chapter-III.7 server replicas reliability loadgen"
 step "tsan suite" make -j2 test SANITIZE=thread SUITES="$TSAN_SUITES"
 step "fuzz (${FUZZ_SECONDS}s each)" make -j2 fuzz FUZZ_SECONDS="$FUZZ_SECONDS"
