@@ -85,16 +85,33 @@ static void cut_min_p(double *weight, int n, float min_p) {
         if (weight[i] < (double)min_p) weight[i] = 0.0;
 }
 
+/* Weights made but not yet summed: w[i..end) go on the running sum next. */
+typedef struct {
+    const double *w;
+    double *cum;   /* the running sums (NULL: none kept) */
+    int i, end;
+    double sum;
+    int last;      /* the last index with a weight > 0 */
+} Pending;
+
+/* Adds the next k pending weights (fewer if fewer are pending) to the sum. */
+static inline void sum_some(Pending *s, int k) {
+    int end = s->end - s->i < k ? s->end : s->i + k;
+    for (; s->i < end; s->i++) {
+        s->sum += s->w[s->i];
+        if (s->cum) s->cum[s->i] = s->sum;
+        if (s->w[s->i] > 0.0) s->last = s->i;
+    }
+}
+
 /* The running sums of weight[] over [i0, i1) into cum[] (NULL: the sum
  * only), going on from sum; *last becomes the last i with a weight > 0.
  * Returns the sum at i1. */
 static double chain(const double *weight, double *cum, int i0, int i1, double sum, int *last) {
-    for (int i = i0; i < i1; i++) {
-        sum += weight[i];
-        if (cum) cum[i] = sum;
-        if (weight[i] > 0.0) *last = i;
-    }
-    return sum;
+    Pending p = {weight, cum, i0, i1, sum, *last};
+    sum_some(&p, i1 - i0);
+    *last = p.last;
+    return p.sum;
 }
 
 /* The weights of logits[0..n) after temperature t and min-p into w, and
@@ -120,25 +137,6 @@ static float max_scalar(const float *logits, int n) {
  * chain of 30 dependent operations, so only several at once keep the
  * arithmetic units busy. */
 #define EXP_GROUPS 8
-
-/* Weights made but not yet summed: w[i..end) go on the running sum next. */
-typedef struct {
-    const double *w;
-    double *cum;   /* the running sums (NULL: none kept) */
-    int i, end;
-    double sum;
-    int last;      /* the last index with a weight > 0 */
-} Pending;
-
-/* Adds the next k pending weights (fewer if fewer are pending): chain's steps. */
-static inline void sum_some(Pending *s, int k) {
-    int end = s->end - s->i < k ? s->end : s->i + k;
-    for (; s->i < end; s->i++) {
-        s->sum += s->w[s->i];
-        if (s->cum) s->cum[s->i] = s->sum;
-        if (s->w[s->i] > 0.0) s->last = s->i;
-    }
-}
 
 /* sampling_exp of 4 x EXP_GROUPS lanes known to lie in [-708, 709]: no special
  * case, and 2^k a normal double (k >= -1021). Same operations, same order;
