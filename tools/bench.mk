@@ -107,13 +107,16 @@ bench-ab: $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_DIR)/models/qwen3-0.
 # Prefill chunk against inter-token latency: a tick prefills at most
 # --prefill-chunk prompt tokens, and every decoding slot waits for them.
 #> make bench-chunk                            III.7's chat-server under long prompts at several prefill
-#>                                             chunk sizes, rounds interleaved: output tok/s, TTFT and
-#>                                             inter-token p50/p99, medians (tools/bench/serve.sh); knobs:
+#>                                             chunk sizes and time budgets, rounds interleaved: output
+#>                                             tok/s, TTFT and inter-token p50/p99, medians
+#>                                             (tools/bench/serve.sh); knobs:
 #>   BENCH_CHUNKS="32 64 128 256"              the --prefill-chunk values
+#>   BENCH_PREFILL_MS="500 1000"               the --prefill-ms values (each with the default chunk)
 #>   BENCH_CHUNK_LOAD="12 6 256 32 1"          N requests, C at a time (slots), prompt words, output tokens,
-#>                                             temperature (about 14 minutes on 2 AVX2 cores)
+#>                                             temperature (about 20 minutes on 2 AVX2 cores)
 #>   BENCH_CHUNK_ROUNDS=N BENCH_CHUNK_TYPE=q8_0  rounds (default 2), the model's weight type
 BENCH_CHUNKS       ?= 32 64 128 256
+BENCH_PREFILL_MS   ?= 500 1000
 BENCH_CHUNK_LOAD   ?= 12 6 256 32 1
 BENCH_CHUNK_ROUNDS ?= 2
 BENCH_CHUNK_TYPE   ?= q8_0
@@ -122,9 +125,11 @@ BENCH_CHUNK_MODEL  := $(BENCH_DIR)/models/qwen3-0.6b-$(BENCH_CHUNK_TYPE).gguf
 bench-chunk: BENCH_TYPES = $(BENCH_CHUNK_TYPE)
 bench-chunk: $(BENCH_AB_SERVER) $(BUILD)/tools/loadgen $(BENCH_CHUNK_MODEL)
 	tools/bench/serve.sh $(BUILD)/tools/loadgen $(BENCH_DIR)/chunk $(BENCH_CHUNK_ROUNDS) "$(BENCH_CHUNK_LOAD)" \
-	  $(foreach k,$(BENCH_CHUNKS),"--prefill-chunk $(k)=$(BENCH_AB_SERVER) $(BENCH_CHUNK_MODEL) --bind 127.0.0.1:@PORT@ \
-	    --max-concurrent $(word 2,$(BENCH_CHUNK_LOAD)) --queue $(word 1,$(BENCH_CHUNK_LOAD)) --backend parallel \
-	    $(if $(filter-out 0,$(BENCH_THREADS)),--threads $(BENCH_THREADS)) --prefill-chunk $(k)")
+	  $(foreach k,$(BENCH_CHUNKS),"--prefill-chunk $(k)=$(BENCH_CHUNK_SERVER) --prefill-chunk $(k)") \
+	  $(foreach m,$(BENCH_PREFILL_MS),"--prefill-ms $(m)=$(BENCH_CHUNK_SERVER) --prefill-ms $(m)")
+BENCH_CHUNK_SERVER = $(BENCH_AB_SERVER) $(BENCH_CHUNK_MODEL) --bind 127.0.0.1:@PORT@ \
+  --max-concurrent $(word 2,$(BENCH_CHUNK_LOAD)) --queue $(word 1,$(BENCH_CHUNK_LOAD)) --backend parallel \
+  $(if $(filter-out 0,$(BENCH_THREADS)),--threads $(BENCH_THREADS))
 
 # What choosing a token costs, per sampler setting (tools/bench/sampling_bench.c).
 #> make bench-sampling                         ms per chosen token at Qwen3's 151,936-token vocabulary, per

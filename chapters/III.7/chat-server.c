@@ -16,7 +16,7 @@
 typedef struct {
     const char *model_path;
     const char *backend;
-    int threads, ctx, queue, max_concurrent, prefill_chunk;
+    int threads, ctx, queue, max_concurrent, prefill_chunk, prefill_ms;
     bool no_prefix_cache, trace;
     KvFlags kv;
     ServerConfig server;
@@ -36,6 +36,8 @@ static void usage(FILE *f) {
     fprintf(f, "  --queue N              requests that may wait for a slot (default %d); past it 503\n", SCHED_DEFAULT_QUEUE);
     fprintf(f, "  --prefill-chunk N      prompt tokens prefilled per scheduler tick (default %d)\n",
             SCHED_DEFAULT_PREFILL_CHUNK);
+    fprintf(f, "  --prefill-ms MS        while others decode, cut a tick's prefill to about MS milliseconds\n");
+    fprintf(f, "                         (at the cost per token measured so far; default 0: always the chunk)\n");
     fprintf(f, "  --no-prefix-cache      compute every prompt whole: no sharing of cached prefixes\n");
     fprintf(f, "  --trace-scheduler      a line per scheduler tick on stderr: admitted, prefilled, decoded, preempted\n");
     fprintf(f, "  --ctx N                cap on prompt + generated tokens (default: the model's context)\n");
@@ -76,6 +78,8 @@ static int parse_args(Options *o, int argc, char **argv, char *err) {
             if (cli_parse_int(argv[++i], a, 1, 4096, &o->max_concurrent, err)) return -1;
         } else if (strcmp(a, "--prefill-chunk") == 0 && has_value) {
             if (cli_parse_int(argv[++i], a, 1, 1 << 20, &o->prefill_chunk, err)) return -1;
+        } else if (strcmp(a, "--prefill-ms") == 0 && has_value) {
+            if (cli_parse_int(argv[++i], a, 0, 3600000, &o->prefill_ms, err)) return -1;
         } else if (strcmp(a, "--ctx") == 0 && has_value) {
             if (cli_parse_int(argv[++i], a, 2, 1 << 30, &o->ctx, err)) return -1;
         } else if (strcmp(a, "--threads") == 0 && has_value) {
@@ -84,7 +88,7 @@ static int parse_args(Options *o, int argc, char **argv, char *err) {
             o->backend = argv[++i];
         } else if (a[0] == '-' && a[1]) {
             bool known = !strcmp(a, "--queue") || !strcmp(a, "--ctx") || !strcmp(a, "--threads") || !strcmp(a, "--backend") ||
-                         !strcmp(a, "--max-concurrent") || !strcmp(a, "--prefill-chunk");
+                         !strcmp(a, "--max-concurrent") || !strcmp(a, "--prefill-chunk") || !strcmp(a, "--prefill-ms");
             if (known) err_set(err, "option %s needs a value", a);
             else err_set(err, "unknown option '%s' (see --help)", a);
             return -1;
@@ -138,7 +142,7 @@ static int load(Loaded *l, Options *o, char *err) {
     if (l->pool) l->pool->events = l->events;
     SchedConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],
                       .pool = l->pool, .ctx = ctx, .queue = o->queue, .max_concurrent = o->max_concurrent,
-                      .prefill_chunk = o->prefill_chunk, .prefix_cache = !o->no_prefix_cache,
+                      .prefill_chunk = o->prefill_chunk, .prefill_ms = (double)o->prefill_ms, .prefix_cache = !o->no_prefix_cache,
                       .trace = o->trace ? stderr : NULL, .kv_trace = o->kv.trace ? stderr : NULL, .events = l->events, .tok = l->tok};
     if (!(l->engine = sched_engine_create(&sc, err))) return -1;
     if (strcmp(o->server.model_name, "model") == 0) o->server.model_name = l->name = model_name(o->model_path);

@@ -48,6 +48,7 @@ typedef struct {
     Engine engine;        /* first: an Engine* is a Sched* */
     SchedConfig cfg;
     RadixTree *tree;      /* the prefix cache; NULL when off or without a pool */
+    double ms_per_token;  /* the engine thread's: prefill's recent cost per token; 0: not measured yet */
     pthread_mutex_t mu;   /* guards everything below */
     pthread_cond_t wake;  /* a request arrived, or stopping */
     Job *waiting;         /* oldest first */
@@ -421,10 +422,30 @@ static void fork_choices(Sched *s, Job *lead, TickLog *log) {
     lead->n_forks = 0;
 }
 
-/* Prefills the admitted jobs, oldest first, at most prefill_chunk tokens in
+/* The prompt tokens this tick may prefill. Only decoding slots wait on a
+ * chunk: alone, it is the whole --prefill-chunk. Beside them, a --prefill-ms
+ * budget becomes tokens at the cost per token measured so far. */
+static int prefill_budget(const Sched *s, Job **jobs, int n) {
+    int chunk = s->cfg.prefill_chunk;
+    if (s->cfg.prefill_ms <= 0 || s->ms_per_token <= 0) return chunk;
+    bool others_wait = false;
+    for (int i = 0; i < n; i++) others_wait |= jobs[i]->phase == JOB_DECODE;
+    if (!others_wait) return chunk;
+    double rows = s->cfg.prefill_ms / s->ms_per_token;
+    return rows < 1 ? 1 : rows > chunk ? chunk : (int)rows;
+}
+
+/* Prefill's cost per token moves with the position (attention reads more
+ * keys) and the chunk's size: a short average follows both. */
+static void measure_prefill(Sched *s, int rows, double ms) {
+    double per_token = ms / rows;
+    s->ms_per_token = s->ms_per_token > 0 ? 0.75 * s->ms_per_token + 0.25 * per_token : per_token;
+}
+
+/* Prefills the admitted jobs, oldest first, at most prefill_budget tokens in
  * all; a job whose prompt is in chooses its first token and goes on to decode. */
 static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
-    int budget = s->cfg.prefill_chunk;
+    int budget = prefill_budget(s, jobs, n);
     char err[ERR_MAX];
     for (int i = 0; i < n && budget > 0; i++) {
         Job *j = jobs[i];
@@ -438,6 +459,7 @@ static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
         }
         double ms = time_now_ms() - t0;
         gen_charge(j->req, ms, 0); /* a chunk of its own prompt: all of it is j's */
+        measure_prefill(s, rows, ms);
         budget -= rows;
         pthread_mutex_lock(&s->mu);
         s->stats.prefill_ms += ms;
@@ -861,8 +883,8 @@ static void slot_json(const Sched *s, int i, Buf *out) {
 
 static void slots_json(Sched *s, Buf *out) {
     pthread_mutex_lock(&s->mu);
-    buf_printf(out, "{\"max_concurrent\":%d,\"prefill_chunk\":%d,\"prefix_cache\":%s,\"running\":%d,\"slots\":[",
-               s->cfg.max_concurrent, s->cfg.prefill_chunk, s->tree ? "true" : "false", s->n_active);
+    buf_printf(out, "{\"max_concurrent\":%d,\"prefill_chunk\":%d,\"prefill_ms\":%g,\"prefix_cache\":%s,\"running\":%d,\"slots\":[",
+               s->cfg.max_concurrent, s->cfg.prefill_chunk, s->cfg.prefill_ms, s->tree ? "true" : "false", s->n_active);
     for (int i = 0; i < s->cfg.max_concurrent; i++) {
         if (i) buf_puts(out, ",");
         slot_json(s, i, out);
@@ -931,8 +953,9 @@ static void sched_destroy(Engine *e) {
 }
 
 Engine *sched_engine_create(const SchedConfig *c, char *err) {
-    if (c->queue < 0 || c->ctx < 1 || c->max_concurrent < 1 || c->prefill_chunk < 1) {
-        err_set(err, "the scheduler needs --queue >= 0, --max-concurrent >= 1, --prefill-chunk >= 1 and a context");
+    if (c->queue < 0 || c->ctx < 1 || c->max_concurrent < 1 || c->prefill_chunk < 1 || c->prefill_ms < 0) {
+        err_set(err, "the scheduler needs --queue >= 0, --max-concurrent >= 1, --prefill-chunk >= 1, --prefill-ms >= 0 "
+                     "and a context");
         return NULL;
     }
     Sched *s = xcalloc(1, sizeof *s);

@@ -9,7 +9,8 @@
  *      so nobody starves), reusing what the prefix cache holds (radix.h),
  *   3. prefills the admitted ones, at most --prefill-chunk prompt tokens per
  *      tick over every slot, so a long prompt delays the others' next token
- *      by one chunk, not by its whole length,
+ *      by one chunk, not by its whole length; with --prefill-ms, a chunk
+ *      beside decoding slots is cut to about that many milliseconds,
  *   4. runs one decode step for every slot past its prompt, and gives each
  *      request the token its own Sampler (parameters, seed) chooses.
  * A request that ends (its end token, a stop string, max_tokens, no room
@@ -39,6 +40,7 @@ typedef struct {
     int queue;            /* requests that may wait (>= 0) */
     int max_concurrent;   /* slots (>= 1) */
     int prefill_chunk;    /* prompt tokens prefilled per tick, over all slots (>= 1) */
+    double prefill_ms;    /* > 0: while slots decode, a tick's prefill is cut to about this long */
     bool prefix_cache;    /* share cached prefixes (a paged pool only) */
     FILE *trace;          /* --trace-scheduler: a line per tick that did something; NULL: none */
     FILE *kv_trace;       /* --kv-trace: each running slot's block table after a tick; NULL: none */

@@ -33,6 +33,7 @@ typedef struct {
     int slots, queue, chunk, block_size, n_blocks; /* n_blocks 0: the basic cache */
     bool no_prefix_cache;
     int ctx;                                       /* 0: the model's */
+    double prefill_ms;                             /* SchedConfig.prefill_ms */
     FILE *trace;                                   /* NULL: $TRACE_SCHED set, stderr, else none */
     FILE *kv_trace;                                /* the block tables after each tick; NULL: none */
     const char *backend;                           /* NULL: scalar; parallel runs 2 threads */
@@ -55,7 +56,8 @@ static bool fx_open(Fixture *f, Setup su) {
     if (f->pool) f->pool->events = f->events;
     SchedConfig c = {.model = &f->m, .be = f->be, .kv_kind = su.n_blocks ? "paged" : "basic", .pool = f->pool,
                      .ctx = su.ctx ? su.ctx : f->m.cfg.ctx_len, .queue = su.queue ? su.queue : 16, .max_concurrent = su.slots,
-                     .prefill_chunk = su.chunk ? su.chunk : 256, .prefix_cache = !su.no_prefix_cache, .manual = true,
+                     .prefill_chunk = su.chunk ? su.chunk : 256, .prefill_ms = su.prefill_ms, .prefix_cache = !su.no_prefix_cache,
+                     .manual = true,
                      .trace = su.trace ? su.trace : getenv("TRACE_SCHED") ? stderr : NULL, .kv_trace = su.kv_trace,
                      .events = f->events,
                      .tok = f->tok};
@@ -269,6 +271,51 @@ TEST(III7_sched_chunked_prefill_keeps_others_decoding) {
     CHECK(same_out(&oa, &want));
     solo(&f, &big, &want);
     CHECK(same_out(&ob, &want));
+    fx_close(&f);
+}
+
+/* Under a time budget too small for two tokens, a prompt beside a decoding
+ * request is read a token per tick; alone, nobody waits, and it is read a
+ * whole chunk per tick. Same tokens either way. */
+TEST(III7_sched_prefill_budget_cuts_only_beside_decoders) {
+    Fixture f;
+    if (!fx_open(&f, (Setup){.slots = 2, .block_size = 8, .n_blocks = 64, .chunk = 8, .prefill_ms = 1e-9})) {
+        fx_close(&f);
+        return;
+    }
+    Ask small = {.n_prompt = 4, .seed_prompt = 1, .max_tokens = 40}, big = {.n_prompt = 60, .seed_prompt = 2, .max_tokens = 5};
+    GenRequest *a = request(&f, &small, 0), *b = request(&f, &big, 1);
+    Out oa = {0}, ob = {0}, want;
+    submit_ok(&f, a);
+    sched_tick(f.e); /* alone: a's whole prompt, and the first measured cost */
+    drain(a, &oa);
+    CHECK_EQ_INT(oa.n, 2);
+    submit_ok(&f, b);
+    for (int t = 0; t < 30; t++) { /* a token of b's prompt per tick: not in after 30 */
+        int before = oa.n;
+        sched_tick(f.e);
+        drain(a, &oa);
+        drain(b, &ob);
+        CHECK_MSG(oa.n == before + 1, "tick %d: a got %d tokens", t, oa.n - before);
+        CHECK_MSG(ob.n == 0, "tick %d: b has %d tokens", t, ob.n);
+    }
+    run_all(&f, 200);
+    drain(a, &oa);
+    drain(b, &ob);
+    solo(&f, &small, &want);
+    CHECK(same_out(&oa, &want));
+    solo(&f, &big, &want);
+    CHECK(same_out(&ob, &want));
+
+    Ask other = {.n_prompt = 60, .seed_prompt = 3, .max_tokens = 5}; /* not in the prefix cache */
+    GenRequest *c = request(&f, &other, 2); /* alone: in chunks of 8, its first token at the 8th tick */
+    Out oc = {0};
+    submit_ok(&f, c);
+    for (int t = 0; t < 8; t++) {
+        sched_tick(f.e);
+        drain(c, &oc);
+        CHECK_MSG(oc.n == (t == 7 ? 2 : 0), "alone, tick %d: %d tokens", t, oc.n);
+    }
     fx_close(&f);
 }
 
