@@ -48,7 +48,6 @@ typedef struct {
     Engine engine;        /* first: an Engine* is a Sched* */
     SchedConfig cfg;
     RadixTree *tree;      /* the prefix cache; NULL when off or without a pool */
-    double ms_per_token;  /* the engine thread's: prefill's recent cost per token; 0: not measured yet */
     pthread_mutex_t mu;   /* guards everything below */
     pthread_cond_t wake;  /* a request arrived, or stopping */
     Job *waiting;         /* oldest first */
@@ -422,49 +421,75 @@ static void fork_choices(Sched *s, Job *lead, TickLog *log) {
     lead->n_forks = 0;
 }
 
-/* The prompt tokens this tick may prefill. Only decoding slots wait on a
- * chunk: alone, it is the whole --prefill-chunk. Beside them, a --prefill-ms
- * budget becomes tokens at the cost per token measured so far. */
-static int prefill_budget(const Sched *s, Job **jobs, int n) {
-    int chunk = s->cfg.prefill_chunk;
-    if (s->cfg.prefill_ms <= 0 || s->ms_per_token <= 0) return chunk;
+/* With --prefill-ms, prompts are read in forwards of at most this many
+ * tokens while other slots decode, so that a tick can stop between them. */
+#define PREFILL_PIECE 32
+
+/* What this tick's prefill may still read: tokens, and with --prefill-ms
+ * while any slot decodes (only those wait on it), time. */
+typedef struct {
+    int tokens;   /* left of --prefill-chunk */
+    int piece;    /* the most tokens one forward reads */
+    double ms;    /* > 0: the time budget */
+    double start; /* when the tick's prefill began */
+    double last;  /* the last forward's time (0: none yet); the next is expected to take as long */
+} PrefillBudget;
+
+static PrefillBudget prefill_budget(const Sched *s, Job **jobs, int n) {
+    PrefillBudget b = {.tokens = s->cfg.prefill_chunk, .piece = s->cfg.prefill_chunk};
     bool others_wait = false;
     for (int i = 0; i < n; i++) others_wait |= jobs[i]->phase == JOB_DECODE;
-    if (!others_wait) return chunk;
-    double rows = s->cfg.prefill_ms / s->ms_per_token;
-    return rows < 1 ? 1 : rows > chunk ? chunk : (int)rows;
+    if (s->cfg.prefill_ms > 0 && others_wait) {
+        b.ms = s->cfg.prefill_ms;
+        b.piece = min_int(PREFILL_PIECE, b.tokens);
+        b.start = time_now_ms();
+    }
+    return b;
 }
 
-/* Prefill's cost per token moves with the position (attention reads more
- * keys) and the chunk's size: a short average follows both. */
-static void measure_prefill(Sched *s, int rows, double ms) {
-    double per_token = ms / rows;
-    s->ms_per_token = s->ms_per_token > 0 ? 0.75 * s->ms_per_token + 0.25 * per_token : per_token;
+/* Another forward fits: the tick's first always (or no prompt would move),
+ * then only one expected to end within the time. */
+static bool prefill_fits(const PrefillBudget *b) {
+    if (b->tokens <= 0) return false;
+    return b->ms <= 0 || b->last == 0 || time_now_ms() - b->start + b->last <= b->ms;
 }
 
-/* Prefills the admitted jobs, oldest first, at most prefill_budget tokens in
- * all; a job whose prompt is in chooses its first token and goes on to decode. */
+/* One forward over the next rows of j's prompt, charged to j; false with
+ * err when it fails. */
+static bool prefill_forward(Sched *s, Job *j, int rows, PrefillBudget *b, char *err) {
+    double t0 = time_now_ms();
+    if (seq_extend(&j->seq, j->tokens + j->seq.n_tokens, rows, err) != 0) return false;
+    double ms = time_now_ms() - t0;
+    gen_charge(j->req, ms, 0); /* a chunk of its own prompt: all of it is j's */
+    b->tokens -= rows;
+    b->last = ms;
+    pthread_mutex_lock(&s->mu);
+    s->stats.prefill_ms += ms;
+    s->stats.prefill_tokens += (uint64_t)rows;
+    pthread_mutex_unlock(&s->mu);
+    return true;
+}
+
+/* Prefills the admitted jobs, oldest first, as far as prefill_budget lets
+ * it; a job whose prompt is in chooses its first token and goes on to decode. */
 static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
-    int budget = prefill_budget(s, jobs, n);
+    PrefillBudget b = prefill_budget(s, jobs, n);
     char err[ERR_MAX];
-    for (int i = 0; i < n && budget > 0; i++) {
+    for (int i = 0; i < n && prefill_fits(&b); i++) {
         Job *j = jobs[i];
         if (j->phase != JOB_PREFILL) continue;
-        int rows = min_int(j->n_tokens - j->seq.n_tokens, budget);
-        double t0 = time_now_ms();
-        if (seq_extend(&j->seq, j->tokens + j->seq.n_tokens, rows, err) != 0) {
+        int rows = 0;
+        bool ok = true;
+        while (ok && j->seq.n_tokens < j->n_tokens && prefill_fits(&b)) {
+            int piece = min_int(j->n_tokens - j->seq.n_tokens, min_int(b.tokens, b.piece));
+            ok = prefill_forward(s, j, piece, &b, err);
+            rows += ok ? piece : 0;
+        }
+        if (!ok) {
             job_end(s, j, 500, err, log);
             jobs[i] = NULL;
             continue;
         }
-        double ms = time_now_ms() - t0;
-        gen_charge(j->req, ms, 0); /* a chunk of its own prompt: all of it is j's */
-        measure_prefill(s, rows, ms);
-        budget -= rows;
-        pthread_mutex_lock(&s->mu);
-        s->stats.prefill_ms += ms;
-        s->stats.prefill_tokens += (uint64_t)rows;
-        pthread_mutex_unlock(&s->mu);
         log_job(&log->prefilled, j, " +%d (%d/%d)", rows, j->seq.n_tokens, j->n_tokens);
         note_job(s, "prefill", j, ",\"rows\":%d,\"done\":%d,\"of\":%d", rows, j->seq.n_tokens, j->n_tokens);
         log->prefill_rows += rows;

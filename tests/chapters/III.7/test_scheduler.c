@@ -274,30 +274,30 @@ TEST(III7_sched_chunked_prefill_keeps_others_decoding) {
     fx_close(&f);
 }
 
-/* Under a time budget too small for two tokens, a prompt beside a decoding
- * request is read a token per tick; alone, nobody waits, and it is read a
- * whole chunk per tick. Same tokens either way. */
+/* Under a time budget too small for two forwards, a prompt beside a
+ * decoding request is read one forward of 32 tokens a tick; alone, nobody
+ * waits, and it is read a whole chunk a tick. Same tokens either way. */
 TEST(III7_sched_prefill_budget_cuts_only_beside_decoders) {
     Fixture f;
-    if (!fx_open(&f, (Setup){.slots = 2, .block_size = 8, .n_blocks = 64, .chunk = 8, .prefill_ms = 1e-9})) {
+    if (!fx_open(&f, (Setup){.slots = 2, .block_size = 8, .n_blocks = 64, .prefill_ms = 1e-9})) {
         fx_close(&f);
         return;
     }
-    Ask small = {.n_prompt = 4, .seed_prompt = 1, .max_tokens = 40}, big = {.n_prompt = 60, .seed_prompt = 2, .max_tokens = 5};
+    Ask small = {.n_prompt = 4, .seed_prompt = 1, .max_tokens = 40}, big = {.n_prompt = 100, .seed_prompt = 2, .max_tokens = 5};
     GenRequest *a = request(&f, &small, 0), *b = request(&f, &big, 1);
     Out oa = {0}, ob = {0}, want;
     submit_ok(&f, a);
-    sched_tick(f.e); /* alone: a's whole prompt, and the first measured cost */
+    sched_tick(f.e);
     drain(a, &oa);
     CHECK_EQ_INT(oa.n, 2);
     submit_ok(&f, b);
-    for (int t = 0; t < 30; t++) { /* a token of b's prompt per tick: not in after 30 */
+    for (int t = 0; t < 4; t++) { /* 100 tokens: 32, 32, 32, 4 */
         int before = oa.n;
         sched_tick(f.e);
         drain(a, &oa);
         drain(b, &ob);
         CHECK_MSG(oa.n == before + 1, "tick %d: a got %d tokens", t, oa.n - before);
-        CHECK_MSG(ob.n == 0, "tick %d: b has %d tokens", t, ob.n);
+        CHECK_MSG(ob.n == (t == 3 ? 2 : 0), "tick %d: b has %d tokens", t, ob.n);
     }
     run_all(&f, 200);
     drain(a, &oa);
@@ -307,15 +307,13 @@ TEST(III7_sched_prefill_budget_cuts_only_beside_decoders) {
     solo(&f, &big, &want);
     CHECK(same_out(&ob, &want));
 
-    Ask other = {.n_prompt = 60, .seed_prompt = 3, .max_tokens = 5}; /* not in the prefix cache */
-    GenRequest *c = request(&f, &other, 2); /* alone: in chunks of 8, its first token at the 8th tick */
+    Ask other = {.n_prompt = 100, .seed_prompt = 3, .max_tokens = 5}; /* not in the prefix cache */
+    GenRequest *c = request(&f, &other, 2);
     Out oc = {0};
     submit_ok(&f, c);
-    for (int t = 0; t < 8; t++) {
-        sched_tick(f.e);
-        drain(c, &oc);
-        CHECK_MSG(oc.n == (t == 7 ? 2 : 0), "alone, tick %d: %d tokens", t, oc.n);
-    }
+    sched_tick(f.e); /* alone: the whole prompt in one tick */
+    drain(c, &oc);
+    CHECK_EQ_INT(oc.n, 2);
     fx_close(&f);
 }
 
