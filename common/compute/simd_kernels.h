@@ -26,7 +26,12 @@
  *    acc += (w_scale * x_scale) * lanes, where w_scale is the scale of the
  *    weights under that lane (one per 16 elements for Q2_K, Q3_K, Q6_K, per
  *    32 for the others). The types with a min (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K)
- *    also subtract it: acc -= w_min * (x_scale * lane sums of x). */
+ *    also subtract it: acc -= w_min * (x_scale * lane sums of x).
+ *    On AVX2, Q4_K, Q5_K and Q6_K go further, as llama.cpp does: one
+ *    activation scale per super-block of 256 (K(quantize_row_256)), so the
+ *    integer lanes, already times the blocks' integer scales, run over the
+ *    whole super-block, and the float update comes once per 256 weights
+ *    (K(q4k_tile), K(q6k_tile)). */
 
 #if SIMD_512
 #define VF __m512
@@ -354,10 +359,57 @@ static void K(quantize_row)(DType t, const float *x, int64_t in, int8_t *q, int3
     }
 }
 
+/* The types whose activations K(quantize_row_256) prepares (one scale per
+ * super-block), whatever the batch: their kernels never use pre. */
+INLINE bool K(superblock_acts)(DType t) { return !SIMD_512 && (t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K); }
+
+#if !SIMD_512
+#define SB_R 4 /* rows of a super-block tile (K(q4k_tile), K(q6k_tile)) */
+
+/* Row x[in] (in a multiple of 256) to 8-bit values with one scale per
+ * super-block: d = max|x| / 127 in s[sb], q = round(x / d), and the sum of
+ * each 16 values as int16, sixteen per super-block, at bsum[16 sb]. */
+static void K(quantize_row_256)(const float *x, int64_t in, int8_t *q, int16_t *bsum, float *s) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int sb = 0; sb < (int)(in / 256); sb++, x += 256, q += 256) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int k = 0; k < 256; k += 8) mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        float amax = _mm_cvtss_f32(m4);
+        s[sb] = amax / 127.0f;
+        __m256 vid = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+        for (int b = 0; b < 8; b++) {
+            const float *xb = x + 32 * b;
+            __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb), vid));
+            __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + 8), vid));
+            __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + 16), vid));
+            __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xb + 24), vid));
+            __m256i qv = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+            qv = _mm256_permutevar8x32_epi32(qv, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(q + 32 * b), qv);
+            __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), qv), _mm256_set1_epi16(1));
+            sums = _mm256_hadd_epi32(sums, sums);
+            sums = _mm256_hadd_epi32(sums, sums); /* each 128-bit half: the sum of its 16 values */
+            bsum[16 * sb + 2 * b] = (int16_t)_mm256_extract_epi32(sums, 0); /* |sum| <= 16 * 127 */
+            bsum[16 * sb + 2 * b + 1] = (int16_t)_mm256_extract_epi32(sums, 4);
+        }
+    }
+}
+#endif
+
 static void K(prepare_rows)(const SimdActs *a, int r0, int r1) {
     if (!simd_quantized(a->type)) return;
     for (int i = r0; i < r1; i++) {
         size_t si = (size_t)i * a->s_stride;
+#if !SIMD_512
+        if (K(superblock_acts)(a->type)) {
+            K(quantize_row_256)(a->x + (size_t)i * a->in, a->in, a->q + (size_t)i * a->q_stride, (int16_t *)(a->c + si),
+                                a->s + si);
+            continue;
+        }
+#endif
         K(quantize_row)(a->type, a->x + (size_t)i * a->in, a->in, a->q + (size_t)i * a->q_stride, a->c + si,
                         a->s + si, a->m + si);
     }
@@ -736,51 +788,148 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
 }
 
 #if !SIMD_512
-/* Q4_K on AVX2, a batch under QPRE_ROWS rows: K(qtile)'s block updates, in
- * the same order with the same floats, but a super-block's 8 scales and mins
- * are decoded once (not once per block) and each 32 bytes of codes are loaded
- * once for the two blocks they hold. Q4_K activations carry no offset (their
- * c[] lanes are 0) and one scale per block (s[] the same in every lane). */
-INLINE void K(q4k_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
+/* Q4_K on AVX2 sums whole super-blocks in integers, as llama.cpp does: per
+ * 32-block the 32 products go into 8 int32 lanes times the block's 6-bit
+ * scale (all exact), and only per super-block of 256 does float work
+ * happen, two updates of the output's accumulator:
+ *   acc += (d * x_d) * lanes,   acc -= (dmin * x_d) * (mins . x_block_sums)
+ * That needs one activation scale x_d per super-block (K(quantize_row_256))
+ * instead of one per block: a third of the float work of K(qtile)'s
+ * per-block updates. Each output's operations and their order are the same
+ * in every tile and for any batch, so the rule holds. */
+
+/* The 8 scales and 8 mins of a Q4_K super-block, from the 12 bytes at p
+ * (dtype_scale_min_k4's layout, four at a time): scales 0-3 and mins 0-3 are
+ * the low 6 bits of bytes 0-3 and 4-7; scales 4-7 and mins 4-7 take their
+ * low 4 bits from the low and high nibbles of bytes 8-11 and their top 2
+ * from the top bits of bytes 0-3 and 4-7. */
+INLINE void K(k4_scales_mins)(const uint8_t *p, uint8_t sc[8], uint8_t mn[8]) {
+    uint32_t w0, w1, w2, lo6 = 0x3F3F3F3Fu, lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+    memcpy(&w0, p, 4);
+    memcpy(&w1, p + 4, 4);
+    memcpy(&w2, p + 8, 4);
+    uint32_t s03 = w0 & lo6, m03 = w1 & lo6;
+    uint32_t s47 = (w2 & lo4) | ((w0 >> 6) & lo2) << 4, m47 = ((w2 >> 4) & lo4) | ((w1 >> 6) & lo2) << 4;
+    memcpy(sc, &s03, 4);
+    memcpy(sc + 4, &s47, 4);
+    memcpy(mn, &m03, 4);
+    memcpy(mn + 4, &m47, 4);
+}
+
+/* y[i0 + r, o0 + c] for r < R, c < C, Q4_K or Q5_K weights (Q5_K: the
+ * same nibbles, and a fifth bit from qh). */
+INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
                         const char *ahead, size_t lines) {
     const int nb = (int)(a->in / 32), nsb = nb / 8;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    VF acc[QT_R][QT_C];
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const size_t bytes = t == DT_Q5_K ? 176 : 144, codes = t == DT_Q5_K ? 48 : 16; /* Q5_K: qh[32] first */
+    VF acc[SB_R][QT_C];
     const uint8_t *wr[QT_C];
     UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
     size_t per = i0 == 0 ? (lines + (size_t)nb - 1) / (size_t)nb : 0, line = 0;
     for (int sb = 0; sb < nsb; sb++) {
-        float sc[QT_C][8], mn[QT_C][8]; /* d * sc_j and dmin * mn_j, as K(k4_scales) */
+        uint8_t sc[QT_C][8], mn[QT_C][8];
+        __m256i scales[QT_C]; /* the 8 scales as int16, in both halves */
         UNROLL for (int c = 0; c < C; c++) {
-            const uint8_t *p = wr[c] + (size_t)sb * 144;
-            float d = K(f16)(p), dmin = K(f16)(p + 2);
-            for (int j = 0; j < 8; j++) {
-                int scj, mnj;
-                dtype_scale_min_k4(j, p + 4, &scj, &mnj);
-                sc[c][j] = d * (float)scj;
-                mn[c][j] = dmin * (float)mnj;
+            K(k4_scales_mins)(wr[c] + (size_t)sb * bytes + 4, sc[c], mn[c]);
+            scales[c] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)sc[c])));
+        }
+        __m256i sum[SB_R][QT_C];
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) sum[r][c] = _mm256_setzero_si256();
+        UNROLL for (int k = 0; k < 4; k++) { /* the 32 bytes of blocks 2k (low nibbles) and 2k + 1 (high) */
+            __m256i v[QT_C];
+            UNROLL for (int c = 0; c < C; c++) v[c] = _mm256_loadu_si256((const __m256i *)(wr[c] + (size_t)sb * bytes + codes + 32 * k));
+            UNROLL for (int h = 0; h < 2; h++) {
+                int j = 2 * k + h;
+                if (per) K(ask)(ahead, lines, &line, per, C);
+                __m256i u[QT_C], scale[QT_C];
+                UNROLL for (int c = 0; c < C; c++) {
+                    u[c] = _mm256_and_si256(h ? _mm256_srli_epi16(v[c], 4) : v[c], m4);
+                    if (t == DT_Q5_K) { /* 16 times bit j of qh */
+                        __m256i qh = _mm256_loadu_si256((const __m256i *)(wr[c] + (size_t)sb * bytes + 16));
+                        __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(j)), _mm256_set1_epi8(1));
+                        u[c] = _mm256_or_si256(u[c], _mm256_slli_epi16(fifth, 4));
+                    }
+                    scale[c] = _mm256_shuffle_epi8(scales[c], _mm256_set1_epi16((short)(0x0100 + 0x0202 * j))); /* scale j */
+                }
+                UNROLL for (int r = 0; r < R; r++) {
+                    VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)(8 * sb + j) * 32);
+                    UNROLL for (int c = 0; c < C; c++)
+                        sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), scale[c]));
+                }
             }
         }
-        for (int k = 0; k < 4; k++) {
-            __m256i v[QT_C];
-            UNROLL for (int c = 0; c < C; c++) v[c] = _mm256_loadu_si256((const __m256i *)(wr[c] + (size_t)sb * 144 + 16 + 32 * k));
-            UNROLL for (int h = 0; h < 2; h++) { /* blocks 2k (low nibbles) and 2k + 1 (high) */
-                int j = 2 * k + h, b = 8 * sb + j;
-                if (per) K(ask)(ahead, lines, &line, per, C);
-                __m256i u[QT_C];
-                UNROLL for (int c = 0; c < C; c++) u[c] = _mm256_and_si256(h ? _mm256_srli_epi16(v[c], 4) : v[c], m4);
-                UNROLL for (int r = 0; r < R; r++) {
-                    size_t row = (size_t)(i0 + r), si = row * a->s_stride + (size_t)b * VF_N;
-                    VI xq = VI_LOAD(a->q + row * a->q_stride + (size_t)b * QCHUNK);
-                    VF xm = VF_LOAD(a->m + si);
-                    float xd = a->s[si];
-                    UNROLL for (int c = 0; c < C; c++) {
-                        VI lanes = _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), ones);
-                        acc[r][c] = VF_FMA(VF_SET1(sc[c][j] * xd), VF_FROM_INT(lanes), acc[r][c]);
-                        acc[r][c] = VF_FNMA(VF_SET1(mn[c][j]), xm, acc[r][c]);
-                    }
-                }
+        UNROLL for (int r = 0; r < R; r++) {
+            size_t row = (size_t)(i0 + r);
+            float xd = a->s[row * a->s_stride + (size_t)sb];
+            __m256i bsum = _mm256_loadu_si256((const __m256i *)((const int16_t *)(a->c + row * a->s_stride) + 16 * sb));
+            UNROLL for (int c = 0; c < C; c++) {
+                const uint8_t *p = wr[c] + (size_t)sb * bytes;
+                __m128i m8 = _mm_loadl_epi64((const __m128i *)mn[c]);
+                __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)); /* min j under both 16s of block j */
+                __m256i msum = _mm256_madd_epi16(mins, bsum);                      /* lane j: block j's min x sum */
+                acc[r][c] = VF_FMA(VF_SET1(K(f16)(p) * xd), VF_FROM_INT(sum[r][c]), acc[r][c]);
+                acc[r][c] = VF_FNMA(VF_SET1(K(f16)(p + 2) * xd), VF_FROM_INT(msum), acc[r][c]);
+            }
+        }
+    }
+    int64_t out = w->ne[1];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+}
+
+/* y[i0 + r, o0 + c] for r < R, c < C, Q6_K weights: as Q4_K, with a signed
+ * 8-bit scale per 16 values and the offset 32 (value = q - 32) taken out
+ * once per super-block: 32 * (scales . x_sums). */
+INLINE void K(q6k_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
+                        const char *ahead, size_t lines) {
+    const int nb = (int)(a->in / 32), nsb = nb / 8;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    VF acc[SB_R][QT_C];
+    const uint8_t *wr[QT_C];
+    UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
+    size_t per = i0 == 0 ? (lines + (size_t)nb - 1) / (size_t)nb : 0, line = 0;
+    for (int sb = 0; sb < nsb; sb++) {
+        __m256i sum[SB_R][QT_C];
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) sum[r][c] = _mm256_setzero_si256();
+        __m256i scales[QT_C][2]; /* the 16 scales as int16: 0-7 in both halves, then 8-15 in both */
+        UNROLL for (int c = 0; c < C; c++) {
+            __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wr[c] + (size_t)sb * 210 + 192)));
+            scales[c][0] = _mm256_permute2x128_si256(s16, s16, 0x00);
+            scales[c][1] = _mm256_permute2x128_si256(s16, s16, 0x11);
+        }
+        UNROLL for (int j = 0; j < 8; j++) { /* block j: half h, quarter q of it (K(decode_q6_k)) */
+            int h = j / 4, q = j % 4;
+            if (per) K(ask)(ahead, lines, &line, per, C);
+            __m256i u[QT_C], scale[QT_C];
+            UNROLL for (int c = 0; c < C; c++) {
+                const uint8_t *p = wr[c] + (size_t)sb * 210;
+                __m256i lo = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32 * (q & 1)));
+                __m256i hi = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h));
+                lo = _mm256_and_si256(q < 2 ? lo : _mm256_srli_epi16(lo, 4), m4);
+                hi = _mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * q)), m2);
+                u[c] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                /* scale 2j under the block's first 16 values, 2j + 1 under the others */
+                scale[c] = _mm256_shuffle_epi8(scales[c][h], _mm256_set_m128i(_mm_set1_epi16((short)(0x0302 + 0x0404 * q)),
+                                                                                _mm_set1_epi16((short)(0x0100 + 0x0404 * q))));
+            }
+            UNROLL for (int r = 0; r < R; r++) {
+                VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)(8 * sb + j) * 32);
+                UNROLL for (int c = 0; c < C; c++)
+                    sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), scale[c]));
+            }
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            size_t row = (size_t)(i0 + r);
+            float xd = a->s[row * a->s_stride + (size_t)sb];
+            __m256i bsum = _mm256_loadu_si256((const __m256i *)((const int16_t *)(a->c + row * a->s_stride) + 16 * sb));
+            UNROLL for (int c = 0; c < C; c++) {
+                const uint8_t *p = wr[c] + (size_t)sb * 210;
+                __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
+                __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales, bsum), 5);
+                acc[r][c] = VF_FMA(VF_SET1(K(f16)(p + 208) * xd), VF_FROM_INT(_mm256_sub_epi32(sum[r][c], off)), acc[r][c]);
             }
         }
     }
@@ -801,7 +950,7 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
     int i = 0, n = a->n;
     size_t lines;
     const char *ahead = K(ahead)(w, o0 + TILES_AHEAD * C, C, c1, &lines);
-    if (n >= QPRE_ROWS) {
+    if (n >= QPRE_ROWS && !K(superblock_acts)(t)) {
         int nb = (int)(a->in / 32), nch = (nb + QB - 1) / QB;
         for (int c = 0; c < C; c++)
             for (int ch = 0; ch < nch; ch++) K(decode)(t, tensor_row(w, o0 + c), ch, nb, &pre[(size_t)c * nch + ch]);
@@ -809,9 +958,24 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
         pre = NULL;
     }
 #if !SIMD_512
-    if (t == DT_Q4_K && !pre) {
-        for (; i + QT_R <= n; i += QT_R) K(q4k_tile)(QT_R, C, y, a, w, i, o0, ahead, lines);
-        if (i < n) K(q4k_tile)(1, C, y, a, w, i, o0, ahead, lines); /* QT_R is 2: one row left */
+    if (t == DT_Q4_K || t == DT_Q5_K) {
+        for (; i + SB_R <= n; i += SB_R) K(q4k_tile)(t, SB_R, C, y, a, w, i, o0, ahead, lines);
+        switch (n - i) {
+        case 3: K(q4k_tile)(t, 3, C, y, a, w, i, o0, ahead, lines); break;
+        case 2: K(q4k_tile)(t, 2, C, y, a, w, i, o0, ahead, lines); break;
+        case 1: K(q4k_tile)(t, 1, C, y, a, w, i, o0, ahead, lines); break;
+        default: break;
+        }
+        return;
+    }
+    if (t == DT_Q6_K) {
+        for (; i + SB_R <= n; i += SB_R) K(q6k_tile)(SB_R, C, y, a, w, i, o0, ahead, lines);
+        switch (n - i) {
+        case 3: K(q6k_tile)(3, C, y, a, w, i, o0, ahead, lines); break;
+        case 2: K(q6k_tile)(2, C, y, a, w, i, o0, ahead, lines); break;
+        case 1: K(q6k_tile)(1, C, y, a, w, i, o0, ahead, lines); break;
+        default: break;
+        }
         return;
     }
 #endif
@@ -830,7 +994,7 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
 
 INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     K(WChunk) *pre = NULL;
-    if (a->n >= QPRE_ROWS) {
+    if (a->n >= QPRE_ROWS && !K(superblock_acts)(t)) {
         size_t nch = (size_t)(a->in / 32 + QB - 1) / QB;
         pre = K(scratch)(sizeof(K(WChunk)) * QT_C * nch);
     }
@@ -1598,6 +1762,7 @@ static const SimdKernels K(kernels_bf16) = {
 #undef FT_R
 #undef FT_C
 #undef QT_R
+#undef SB_R
 #undef QT_C
 #undef QCHUNK
 #undef PC_N
