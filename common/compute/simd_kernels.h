@@ -73,7 +73,7 @@
 #define QB 1
 #define FT_R 2    /* 16 registers: 8 accumulators */
 #define FT_C 4
-#define QT_R 2
+#define QT_R 4
 #define QT_C 2
 #endif
 #define QCHUNK (32 * QB) /* elements per integer step; also 8 * QB == VF_N float lanes */
