@@ -361,7 +361,9 @@ static void K(quantize_row)(DType t, const float *x, int64_t in, int8_t *q, int3
 
 /* The types whose activations K(quantize_row_256) prepares (one scale per
  * super-block), whatever the batch: their kernels never use pre. */
-INLINE bool K(superblock_acts)(DType t) { return !SIMD_512 && (t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K); }
+INLINE bool K(superblock_acts)(DType t) {
+    return !SIMD_512 && (t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_Q6_K || t == DT_IQ4_XS);
+}
 
 #if !SIMD_512
 #define SB_R 4 /* rows of a super-block tile (K(q4k_tile), K(q6k_tile)) */
@@ -879,38 +881,52 @@ INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
-/* y[i0 + r, o0 + c] for r < R, c < C, Q6_K weights: as Q4_K, with a signed
- * 8-bit scale per 16 values and the offset 32 (value = q - 32) taken out
- * once per super-block: 32 * (scales . x_sums). */
-INLINE void K(q6k_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
+/* y[i0 + r, o0 + c] for r < R, c < C, Q6_K or Q3_K weights: as Q4_K, with a
+ * signed scale per 16 values and an offset (value = u - 32, u - 4) taken out
+ * once per super-block: offset * (scales . x_sums). */
+INLINE void K(s16_tile)(DType t, int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
                         const char *ahead, size_t lines) {
     const int nb = (int)(a->in / 32), nsb = nb / 8;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(3);
+    const bool q6 = t == DT_Q6_K;
+    const size_t bytes = q6 ? 210 : 110;
+    const int off_shift = q6 ? 5 : 2; /* the offset 32 or 4 */
     VF acc[SB_R][QT_C];
     const uint8_t *wr[QT_C];
     UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
     UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
     size_t per = i0 == 0 ? (lines + (size_t)nb - 1) / (size_t)nb : 0, line = 0;
     for (int sb = 0; sb < nsb; sb++) {
+        __m256i s16[QT_C], scales[QT_C][2]; /* the 16 scales as int16; 0-7 in both halves, then 8-15 in both */
+        UNROLL for (int c = 0; c < C; c++) {
+            const uint8_t *p = wr[c] + (size_t)sb * bytes;
+            int8_t sc8[16];
+            if (q6) memcpy(sc8, p + 192, 16);
+            else for (int k = 0; k < 16; k++) sc8[k] = (int8_t)dtype_scale_q3_k(k, p + 96);
+            s16[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc8));
+            scales[c][0] = _mm256_permute2x128_si256(s16[c], s16[c], 0x00);
+            scales[c][1] = _mm256_permute2x128_si256(s16[c], s16[c], 0x11);
+        }
         __m256i sum[SB_R][QT_C];
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) sum[r][c] = _mm256_setzero_si256();
-        __m256i scales[QT_C][2]; /* the 16 scales as int16: 0-7 in both halves, then 8-15 in both */
-        UNROLL for (int c = 0; c < C; c++) {
-            __m256i s16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(wr[c] + (size_t)sb * 210 + 192)));
-            scales[c][0] = _mm256_permute2x128_si256(s16, s16, 0x00);
-            scales[c][1] = _mm256_permute2x128_si256(s16, s16, 0x11);
-        }
-        UNROLL for (int j = 0; j < 8; j++) { /* block j: half h, quarter q of it (K(decode_q6_k)) */
+        UNROLL for (int j = 0; j < 8; j++) { /* block j: half h, quarter q of it (K(decode_q6_k), K(decode_q3_k)) */
             int h = j / 4, q = j % 4;
             if (per) K(ask)(ahead, lines, &line, per, C);
             __m256i u[QT_C], scale[QT_C];
             UNROLL for (int c = 0; c < C; c++) {
-                const uint8_t *p = wr[c] + (size_t)sb * 210;
-                __m256i lo = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32 * (q & 1)));
-                __m256i hi = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h));
-                lo = _mm256_and_si256(q < 2 ? lo : _mm256_srli_epi16(lo, 4), m4);
-                hi = _mm256_and_si256(_mm256_srl_epi16(hi, _mm_cvtsi32_si128(2 * q)), m2);
-                u[c] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                const uint8_t *p = wr[c] + (size_t)sb * bytes;
+                if (q6) {
+                    __m256i lo = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32 * (q & 1)));
+                    __m256i hi = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * h));
+                    lo = _mm256_and_si256(q < 2 ? lo : _mm256_srli_epi16(lo, 4), _mm256_set1_epi8(0x0F));
+                    hi = _mm256_and_si256(_mm256_srli_epi16(hi, 2 * q), _mm256_set1_epi8(3));
+                    u[c] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                } else {
+                    __m256i lo = _mm256_loadu_si256((const __m256i *)(p + 32 + 32 * h));
+                    __m256i hm = _mm256_loadu_si256((const __m256i *)p);
+                    lo = _mm256_and_si256(_mm256_srli_epi16(lo, 2 * q), _mm256_set1_epi8(3));
+                    hm = _mm256_and_si256(_mm256_srli_epi16(hm, j), _mm256_set1_epi8(1));
+                    u[c] = _mm256_or_si256(lo, _mm256_slli_epi16(hm, 2));
+                }
                 /* scale 2j under the block's first 16 values, 2j + 1 under the others */
                 scale[c] = _mm256_shuffle_epi8(scales[c][h], _mm256_set_m128i(_mm_set1_epi16((short)(0x0302 + 0x0404 * q)),
                                                                                 _mm_set1_epi16((short)(0x0100 + 0x0404 * q))));
@@ -926,10 +942,60 @@ INLINE void K(q6k_tile)(int R, int C, float *y, const SimdActs *a, const Tensor 
             float xd = a->s[row * a->s_stride + (size_t)sb];
             __m256i bsum = _mm256_loadu_si256((const __m256i *)((const int16_t *)(a->c + row * a->s_stride) + 16 * sb));
             UNROLL for (int c = 0; c < C; c++) {
-                const uint8_t *p = wr[c] + (size_t)sb * 210;
-                __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
-                __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scales, bsum), 5);
-                acc[r][c] = VF_FMA(VF_SET1(K(f16)(p + 208) * xd), VF_FROM_INT(_mm256_sub_epi32(sum[r][c], off)), acc[r][c]);
+                const uint8_t *p = wr[c] + (size_t)sb * bytes;
+                __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16[c], bsum), off_shift);
+                float d = K(f16)(p + bytes - 2);
+                acc[r][c] = VF_FMA(VF_SET1(d * xd), VF_FROM_INT(_mm256_sub_epi32(sum[r][c], off)), acc[r][c]);
+            }
+        }
+    }
+    int64_t out = w->ne[1];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+}
+
+/* y[i0 + r, o0 + c] for r < R, c < C, IQ4_XS weights: signed values from the
+ * IQ4 table, |w| times x with w's sign (K(signed_w)), a signed scale per 32. */
+INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
+                          const char *ahead, size_t lines) {
+    const int nb = (int)(a->in / 32), nsb = nb / 8;
+    VF acc[SB_R][QT_C];
+    const uint8_t *wr[QT_C];
+    UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
+    UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
+    size_t per = i0 == 0 ? (lines + (size_t)nb - 1) / (size_t)nb : 0, line = 0;
+    for (int sb = 0; sb < nsb; sb++) {
+        __m256i scales[QT_C]; /* the 8 scales as int16, in both halves */
+        UNROLL for (int c = 0; c < C; c++) {
+            const uint8_t *p = wr[c] + (size_t)sb * 136;
+            int16_t sc[8];
+            for (int k = 0; k < 8; k++) sc[k] = (int16_t)dtype_scale_iq4_xs(k, p);
+            scales[c] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc));
+        }
+        __m256i sum[SB_R][QT_C];
+        UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) sum[r][c] = _mm256_setzero_si256();
+        UNROLL for (int j = 0; j < 8; j++) {
+            if (per) K(ask)(ahead, lines, &line, per, C);
+            __m256i wv[QT_C], u[QT_C], scale[QT_C];
+            UNROLL for (int c = 0; c < C; c++) {
+                wv[c] = K(iq4_lookup)(K(nibbles)(wr[c] + (size_t)sb * 136 + 8 + 16 * j));
+                u[c] = _mm256_sign_epi8(wv[c], wv[c]);
+                scale[c] = _mm256_shuffle_epi8(scales[c], _mm256_set1_epi16((short)(0x0100 + 0x0202 * j))); /* scale j */
+            }
+            UNROLL for (int r = 0; r < R; r++) {
+                VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)(8 * sb + j) * 32);
+                UNROLL for (int c = 0; c < C; c++) { /* |w| x: pairs up to 2 * 127 * 127, no saturation */
+                    __m256i p16 = _mm256_maddubs_epi16(u[c], _mm256_sign_epi8(xq, wv[c]));
+                    sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(p16, scale[c]));
+                }
+            }
+        }
+        UNROLL for (int r = 0; r < R; r++) {
+            size_t row = (size_t)(i0 + r);
+            float xd = a->s[row * a->s_stride + (size_t)sb];
+            UNROLL for (int c = 0; c < C; c++) {
+                float d = K(f16)(wr[c] + (size_t)sb * 136);
+                acc[r][c] = VF_FMA(VF_SET1(d * xd), VF_FROM_INT(sum[r][c]), acc[r][c]);
             }
         }
     }
@@ -968,12 +1034,22 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
         }
         return;
     }
-    if (t == DT_Q6_K) {
-        for (; i + SB_R <= n; i += SB_R) K(q6k_tile)(SB_R, C, y, a, w, i, o0, ahead, lines);
+    if (t == DT_Q6_K || t == DT_Q3_K) {
+        for (; i + SB_R <= n; i += SB_R) K(s16_tile)(t, SB_R, C, y, a, w, i, o0, ahead, lines);
         switch (n - i) {
-        case 3: K(q6k_tile)(3, C, y, a, w, i, o0, ahead, lines); break;
-        case 2: K(q6k_tile)(2, C, y, a, w, i, o0, ahead, lines); break;
-        case 1: K(q6k_tile)(1, C, y, a, w, i, o0, ahead, lines); break;
+        case 3: K(s16_tile)(t, 3, C, y, a, w, i, o0, ahead, lines); break;
+        case 2: K(s16_tile)(t, 2, C, y, a, w, i, o0, ahead, lines); break;
+        case 1: K(s16_tile)(t, 1, C, y, a, w, i, o0, ahead, lines); break;
+        default: break;
+        }
+        return;
+    }
+    if (t == DT_IQ4_XS) {
+        for (; i + SB_R <= n; i += SB_R) K(iq4xs_tile)(SB_R, C, y, a, w, i, o0, ahead, lines);
+        switch (n - i) {
+        case 3: K(iq4xs_tile)(3, C, y, a, w, i, o0, ahead, lines); break;
+        case 2: K(iq4xs_tile)(2, C, y, a, w, i, o0, ahead, lines); break;
+        case 1: K(iq4xs_tile)(1, C, y, a, w, i, o0, ahead, lines); break;
         default: break;
         }
         return;
