@@ -881,6 +881,21 @@ INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
+/* The 16 signed scales of a Q3_K super-block as int16, from its 12 bytes at
+ * p (dtype_scale_q3_k's layout, four at a time): scales 0-7 take their low 4
+ * bits from the low nibbles of bytes 0-7, scales 8-15 from the high ones;
+ * bits 2k, 2k + 1 of bytes 8-11 are the top 2 bits of scales 4k .. 4k + 3. */
+INLINE __m256i K(q3k_scales)(const uint8_t *p) {
+    uint32_t w[3], lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u, v[4];
+    memcpy(w, p, 12);
+    v[0] = (w[0] & lo4) | (w[2] & lo2) << 4;
+    v[1] = (w[1] & lo4) | ((w[2] >> 2) & lo2) << 4;
+    v[2] = ((w[0] >> 4) & lo4) | ((w[2] >> 4) & lo2) << 4;
+    v[3] = ((w[1] >> 4) & lo4) | ((w[2] >> 6) & lo2) << 4;
+    __m128i b = _mm_loadu_si128((const __m128i *)v);
+    return _mm256_sub_epi16(_mm256_cvtepu8_epi16(b), _mm256_set1_epi16(32));
+}
+
 /* y[i0 + r, o0 + c] for r < R, c < C, Q6_K or Q3_K weights: as Q4_K, with a
  * signed scale per 16 values and an offset (value = u - 32, u - 4) taken out
  * once per super-block: offset * (scales . x_sums). */
@@ -899,10 +914,7 @@ INLINE void K(s16_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
         __m256i s16[QT_C], scales[QT_C][2]; /* the 16 scales as int16; 0-7 in both halves, then 8-15 in both */
         UNROLL for (int c = 0; c < C; c++) {
             const uint8_t *p = wr[c] + (size_t)sb * bytes;
-            int8_t sc8[16];
-            if (q6) memcpy(sc8, p + 192, 16);
-            else for (int k = 0; k < 16; k++) sc8[k] = (int8_t)dtype_scale_q3_k(k, p + 96);
-            s16[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc8));
+            s16[c] = q6 ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192))) : K(q3k_scales)(p + 96);
             scales[c][0] = _mm256_permute2x128_si256(s16[c], s16[c], 0x00);
             scales[c][1] = _mm256_permute2x128_si256(s16[c], s16[c], 0x11);
         }
@@ -954,6 +966,24 @@ INLINE void K(s16_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
+/* The 8 signed scales of an IQ4_XS super-block p as int16 (dtype_scale_iq4_xs's
+ * layout): low 4 bits from the nibbles of bytes 4-7 (even scales low, odd
+ * high), top 2 from bits 2k, 2k + 1 of the u16 at 2. */
+INLINE __m128i K(iq4xs_scales)(const uint8_t *p) {
+    uint32_t l, lo4 = 0x0F0F0F0Fu;
+    uint16_t h;
+    memcpy(&l, p + 4, 4);
+    memcpy(&h, p + 2, 2);
+    /* bytes: scales 0, 2, 4, 6 then 1, 3, 5, 7, each with its top bits */
+    uint32_t even = l & lo4, odd = (l >> 4) & lo4, he = 0, ho = 0;
+    for (int k = 0; k < 4; k++) {
+        he |= (uint32_t)((h >> (4 * k)) & 3) << (8 * k + 4);
+        ho |= (uint32_t)((h >> (4 * k + 2)) & 3) << (8 * k + 4);
+    }
+    __m128i v = _mm_unpacklo_epi8(_mm_cvtsi32_si128((int)(even | he)), _mm_cvtsi32_si128((int)(odd | ho)));
+    return _mm_sub_epi16(_mm_cvtepu8_epi16(v), _mm_set1_epi16(32));
+}
+
 /* y[i0 + r, o0 + c] for r < R, c < C, IQ4_XS weights: signed values from the
  * IQ4 table, |w| times x with w's sign (K(signed_w)), a signed scale per 32. */
 INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
@@ -968,9 +998,7 @@ INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tenso
         __m256i scales[QT_C]; /* the 8 scales as int16, in both halves */
         UNROLL for (int c = 0; c < C; c++) {
             const uint8_t *p = wr[c] + (size_t)sb * 136;
-            int16_t sc[8];
-            for (int k = 0; k < 8; k++) sc[k] = (int16_t)dtype_scale_iq4_xs(k, p);
-            scales[c] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)sc));
+            scales[c] = _mm256_broadcastsi128_si256(K(iq4xs_scales)(p));
         }
         __m256i sum[SB_R][QT_C];
         UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) sum[r][c] = _mm256_setzero_si256();

@@ -47,7 +47,8 @@ TEST(server_sched_16_concurrent_openai_clients_get_their_solo_answers) {
         const char *solo_args[] = {"--max-concurrent", "1", "--no-prefix-cache", "--kv-blocks", "64", "--quiet", NULL};
         const char *wide_args[] = {"--max-concurrent", "4", "--kv-blocks", "64", "--prefill-chunk", "32",
                                    "--trace-scheduler", "--quiet", NULL};
-        const char *tight_args[] = {"--max-concurrent", "4", "--kv-blocks", "12", "--trace-scheduler", "--quiet", NULL};
+        const char *tight_args[] = {"--max-concurrent", "4", "--kv-blocks", "12", "--prefill-ms", "1", "--trace-scheduler",
+                                    "--quiet", NULL}; /* --prefill-ms: prompts in forwards of 32 while others decode */
         if (start(&solo, c, solo_args) && start(&wide, c, wide_args) && start(&tight, c, tight_args)) {
             const char *out = test_tmp_path("concurrent.out");
             snprintf(cmd, sizeof cmd, "node '%s' http://127.0.0.1:%d/v1 http://127.0.0.1:%d/v1 http://127.0.0.1:%d/v1 > '%s' 2>&1",
@@ -169,6 +170,8 @@ TEST(server_sched_bad_flags) {
         {"--max-concurrent x", "--max-concurrent must be an integer from 1"},
         {"--prefill-chunk 0", "--prefill-chunk must be an integer from 1"},
         {"--prefill-chunk", "needs a value"},
+        {"--prefill-ms -1", "--prefill-ms must be an integer from 0"},
+        {"--prefill-ms", "needs a value"},
     };
     FOR_EACH_SERVER_CHAPTER(c) {
         if (one_at_a_time(c)) continue;
