@@ -27,11 +27,11 @@
  *    weights under that lane (one per 16 elements for Q2_K, Q3_K, Q6_K, per
  *    32 for the others). The types with a min (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K)
  *    also subtract it: acc -= w_min * (x_scale * lane sums of x).
- *    On AVX2, Q4_K, Q5_K and Q6_K go further, as llama.cpp does: one
- *    activation scale per super-block of 256 (K(quantize_row_256)), so the
- *    integer lanes, already times the blocks' integer scales, run over the
- *    whole super-block, and the float update comes once per 256 weights
- *    (K(q4k_tile), K(q6k_tile)). */
+ *    On AVX2, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS go further, as llama.cpp
+ *    does: one activation scale per super-block of 256 (K(quantize_row_256)),
+ *    so the integer lanes, already times the blocks' integer scales, run over
+ *    the whole super-block, and the float update comes once per 256 weights
+ *    (K(q4k_tile), K(s16_tile), K(iq4xs_tile)). */
 
 #if SIMD_512
 #define VF __m512
@@ -366,7 +366,7 @@ INLINE bool K(superblock_acts)(DType t) {
 }
 
 #if !SIMD_512
-#define SB_R 4 /* rows of a super-block tile (K(q4k_tile), K(q6k_tile)) */
+#define SB_R 4 /* rows of a super-block tile (K(q4k_tile), K(s16_tile), K(iq4xs_tile)) */
 
 /* Row x[in] (in a multiple of 256) to 8-bit values with one scale per
  * super-block: d = max|x| / 127 in s[sb], q = round(x / d), and the sum of
