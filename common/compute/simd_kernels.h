@@ -818,6 +818,30 @@ INLINE void K(k4_scales_mins)(const uint8_t *p, uint8_t sc[8], uint8_t mn[8]) {
     memcpy(mn + 4, &m47, 4);
 }
 
+/* sum[r][c] += (u[c] . row r's 32 values of block blk) * scale[c], for
+ * r < R, c < C: exact, in int32 lanes. */
+INLINE void K(sb_block)(int R, int C, __m256i sum[][QT_C], const SimdActs *a, int i0, int blk, const __m256i *u,
+                        const __m256i *scale) {
+    UNROLL for (int r = 0; r < R; r++) {
+        VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)blk * 32);
+        UNROLL for (int c = 0; c < C; c++)
+            sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), scale[c]));
+    }
+}
+
+/* Row i's activation scale of super-block sb (*xd) and its 16 sums of 16 values. */
+INLINE __m256i K(sb_sums)(const SimdActs *a, int i, int sb, float *xd) {
+    *xd = a->s[(size_t)i * a->s_stride + (size_t)sb];
+    return _mm256_loadu_si256((const __m256i *)((const int16_t *)(a->c + (size_t)i * a->s_stride) + 16 * sb));
+}
+
+/* y[i0 + r, o0 + c] = acc[r][c] reduced, for r < R, c < C. */
+INLINE void K(sb_store)(int R, int C, float *y, VF acc[][QT_C], const Tensor *w, int i0, int o0) {
+    int64_t out = w->ne[1];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+}
+
 /* y[i0 + r, o0 + c] for r < R, c < C, Q4_K or Q5_K weights (Q5_K: the
  * same nibbles, and a fifth bit from qh). */
 INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
@@ -855,17 +879,12 @@ INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
                     }
                     scale[c] = _mm256_shuffle_epi8(scales[c], _mm256_set1_epi16((short)(0x0100 + 0x0202 * j))); /* scale j */
                 }
-                UNROLL for (int r = 0; r < R; r++) {
-                    VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)(8 * sb + j) * 32);
-                    UNROLL for (int c = 0; c < C; c++)
-                        sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), scale[c]));
-                }
+                K(sb_block)(R, C, sum, a, i0, 8 * sb + j, u, scale);
             }
         }
         UNROLL for (int r = 0; r < R; r++) {
-            size_t row = (size_t)(i0 + r);
-            float xd = a->s[row * a->s_stride + (size_t)sb];
-            __m256i bsum = _mm256_loadu_si256((const __m256i *)((const int16_t *)(a->c + row * a->s_stride) + 16 * sb));
+            float xd;
+            __m256i bsum = K(sb_sums)(a, i0 + r, sb, &xd);
             UNROLL for (int c = 0; c < C; c++) {
                 const uint8_t *p = wr[c] + (size_t)sb * bytes;
                 __m128i m8 = _mm_loadl_epi64((const __m128i *)mn[c]);
@@ -876,9 +895,7 @@ INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
             }
         }
     }
-    int64_t out = w->ne[1];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+    K(sb_store)(R, C, y, acc, w, i0, o0);
 }
 
 /* The 16 signed scales of a Q3_K super-block as int16, from its 12 bytes at
@@ -943,16 +960,11 @@ INLINE void K(s16_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
                 scale[c] = _mm256_shuffle_epi8(scales[c][h], _mm256_set_m128i(_mm_set1_epi16((short)(0x0302 + 0x0404 * q)),
                                                                                 _mm_set1_epi16((short)(0x0100 + 0x0404 * q))));
             }
-            UNROLL for (int r = 0; r < R; r++) {
-                VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)(8 * sb + j) * 32);
-                UNROLL for (int c = 0; c < C; c++)
-                    sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), scale[c]));
-            }
+            K(sb_block)(R, C, sum, a, i0, 8 * sb + j, u, scale);
         }
         UNROLL for (int r = 0; r < R; r++) {
-            size_t row = (size_t)(i0 + r);
-            float xd = a->s[row * a->s_stride + (size_t)sb];
-            __m256i bsum = _mm256_loadu_si256((const __m256i *)((const int16_t *)(a->c + row * a->s_stride) + 16 * sb));
+            float xd;
+            __m256i bsum = K(sb_sums)(a, i0 + r, sb, &xd);
             UNROLL for (int c = 0; c < C; c++) {
                 const uint8_t *p = wr[c] + (size_t)sb * bytes;
                 __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(s16[c], bsum), off_shift);
@@ -961,9 +973,7 @@ INLINE void K(s16_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
             }
         }
     }
-    int64_t out = w->ne[1];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+    K(sb_store)(R, C, y, acc, w, i0, o0);
 }
 
 /* The 8 signed scales of an IQ4_XS super-block p as int16 (dtype_scale_iq4_xs's
@@ -1027,9 +1037,15 @@ INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tenso
             }
         }
     }
-    int64_t out = w->ne[1];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
+    K(sb_store)(R, C, y, acc, w, i0, o0);
+}
+
+/* A tile of R rows for a type K(superblock_acts) names. */
+INLINE void K(sb_tile)(DType t, int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
+                       const char *ahead, size_t lines) {
+    if (t == DT_Q4_K || t == DT_Q5_K) K(q4k_tile)(t, R, C, y, a, w, i0, o0, ahead, lines);
+    else if (t == DT_IQ4_XS) K(iq4xs_tile)(R, C, y, a, w, i0, o0, ahead, lines);
+    else K(s16_tile)(t, R, C, y, a, w, i0, o0, ahead, lines); /* Q6_K, Q3_K */
 }
 #endif
 
@@ -1052,32 +1068,12 @@ INLINE void K(qcols_tile)(DType t, int C, float *y, const SimdActs *a, const Ten
         pre = NULL;
     }
 #if !SIMD_512
-    if (t == DT_Q4_K || t == DT_Q5_K) {
-        for (; i + SB_R <= n; i += SB_R) K(q4k_tile)(t, SB_R, C, y, a, w, i, o0, ahead, lines);
+    if (K(superblock_acts)(t)) {
+        for (; i + SB_R <= n; i += SB_R) K(sb_tile)(t, SB_R, C, y, a, w, i, o0, ahead, lines);
         switch (n - i) {
-        case 3: K(q4k_tile)(t, 3, C, y, a, w, i, o0, ahead, lines); break;
-        case 2: K(q4k_tile)(t, 2, C, y, a, w, i, o0, ahead, lines); break;
-        case 1: K(q4k_tile)(t, 1, C, y, a, w, i, o0, ahead, lines); break;
-        default: break;
-        }
-        return;
-    }
-    if (t == DT_Q6_K || t == DT_Q3_K) {
-        for (; i + SB_R <= n; i += SB_R) K(s16_tile)(t, SB_R, C, y, a, w, i, o0, ahead, lines);
-        switch (n - i) {
-        case 3: K(s16_tile)(t, 3, C, y, a, w, i, o0, ahead, lines); break;
-        case 2: K(s16_tile)(t, 2, C, y, a, w, i, o0, ahead, lines); break;
-        case 1: K(s16_tile)(t, 1, C, y, a, w, i, o0, ahead, lines); break;
-        default: break;
-        }
-        return;
-    }
-    if (t == DT_IQ4_XS) {
-        for (; i + SB_R <= n; i += SB_R) K(iq4xs_tile)(SB_R, C, y, a, w, i, o0, ahead, lines);
-        switch (n - i) {
-        case 3: K(iq4xs_tile)(3, C, y, a, w, i, o0, ahead, lines); break;
-        case 2: K(iq4xs_tile)(2, C, y, a, w, i, o0, ahead, lines); break;
-        case 1: K(iq4xs_tile)(1, C, y, a, w, i, o0, ahead, lines); break;
+        case 3: K(sb_tile)(t, 3, C, y, a, w, i, o0, ahead, lines); break;
+        case 2: K(sb_tile)(t, 2, C, y, a, w, i, o0, ahead, lines); break;
+        case 1: K(sb_tile)(t, 1, C, y, a, w, i, o0, ahead, lines); break;
         default: break;
         }
         return;

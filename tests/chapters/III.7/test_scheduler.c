@@ -240,37 +240,42 @@ TEST(III7_sched_alone_or_beside_others_same_tokens) {
     check_mix((Setup){.slots = 4, .block_size = 16, .n_blocks = 32, .backend = "simd"}, "simd");
 }
 
+/* A prompt of n_prompt tokens arriving while another request decodes: it
+ * is read in `ticks` ticks (its first token comes in the last), the other
+ * request gets a token every tick meanwhile, and both get the tokens they
+ * get alone. */
+static void check_read_beside_decoding(Fixture *f, int n_prompt, int ticks) {
+    Ask small = {.n_prompt = 4, .seed_prompt = 1, .max_tokens = 40}, big = {.n_prompt = n_prompt, .seed_prompt = 2, .max_tokens = 5};
+    GenRequest *a = request(f, &small, 0), *b = request(f, &big, 1);
+    Out oa = {0}, ob = {0}, want;
+    submit_ok(f, a);
+    sched_tick(f->e); /* a's prompt, its first token; then a decode step */
+    drain(a, &oa);
+    CHECK_EQ_INT(oa.n, 2);
+    submit_ok(f, b);
+    for (int t = 0; t < ticks; t++) {
+        int before = oa.n;
+        sched_tick(f->e);
+        drain(a, &oa);
+        drain(b, &ob);
+        CHECK_MSG(oa.n == before + 1, "tick %d: a got %d tokens", t, oa.n - before);
+        CHECK_MSG(ob.n == (t == ticks - 1 ? 2 : 0), "tick %d: b has %d tokens", t, ob.n);
+    }
+    run_all(f, 200);
+    drain(a, &oa);
+    drain(b, &ob);
+    solo(f, &small, &want);
+    CHECK(same_out(&oa, &want));
+    solo(f, &big, &want);
+    CHECK(same_out(&ob, &want));
+}
+
 /* A long prompt arriving while another request decodes is read a chunk per
  * tick, and the other one gets a token every tick meanwhile. */
 TEST(III7_sched_chunked_prefill_keeps_others_decoding) {
     Fixture f;
-    if (!fx_open(&f, (Setup){.slots = 2, .block_size = 8, .n_blocks = 64, .chunk = 8})) {
-        fx_close(&f);
-        return;
-    }
-    Ask small = {.n_prompt = 4, .seed_prompt = 1, .max_tokens = 40}, big = {.n_prompt = 60, .seed_prompt = 2, .max_tokens = 5};
-    GenRequest *a = request(&f, &small, 0), *b = request(&f, &big, 1);
-    Out oa = {0}, ob = {0}, want;
-    submit_ok(&f, a);
-    sched_tick(f.e); /* a's prompt, its first token; then a decode step */
-    drain(a, &oa);
-    CHECK_EQ_INT(oa.n, 2);
-    submit_ok(&f, b);
-    for (int t = 0; t < 8; t++) { /* 60 tokens in chunks of 8: 8 ticks */
-        int before = oa.n;
-        sched_tick(f.e);
-        drain(a, &oa);
-        drain(b, &ob);
-        CHECK_MSG(oa.n == before + 1, "tick %d: a got %d tokens", t, oa.n - before);
-        CHECK_MSG(ob.n == (t == 7 ? 2 : 0), "tick %d: b has %d tokens", t, ob.n);
-    }
-    run_all(&f, 200);
-    drain(a, &oa);
-    drain(b, &ob);
-    solo(&f, &small, &want);
-    CHECK(same_out(&oa, &want));
-    solo(&f, &big, &want);
-    CHECK(same_out(&ob, &want));
+    if (fx_open(&f, (Setup){.slots = 2, .block_size = 8, .n_blocks = 64, .chunk = 8}))
+        check_read_beside_decoding(&f, 60, 8); /* 60 tokens in chunks of 8 */
     fx_close(&f);
 }
 
@@ -283,30 +288,7 @@ TEST(III7_sched_prefill_budget_cuts_only_beside_decoders) {
         fx_close(&f);
         return;
     }
-    Ask small = {.n_prompt = 4, .seed_prompt = 1, .max_tokens = 40}, big = {.n_prompt = 100, .seed_prompt = 2, .max_tokens = 5};
-    GenRequest *a = request(&f, &small, 0), *b = request(&f, &big, 1);
-    Out oa = {0}, ob = {0}, want;
-    submit_ok(&f, a);
-    sched_tick(f.e);
-    drain(a, &oa);
-    CHECK_EQ_INT(oa.n, 2);
-    submit_ok(&f, b);
-    for (int t = 0; t < 4; t++) { /* 100 tokens: 32, 32, 32, 4 */
-        int before = oa.n;
-        sched_tick(f.e);
-        drain(a, &oa);
-        drain(b, &ob);
-        CHECK_MSG(oa.n == before + 1, "tick %d: a got %d tokens", t, oa.n - before);
-        CHECK_MSG(ob.n == (t == 3 ? 2 : 0), "tick %d: b has %d tokens", t, ob.n);
-    }
-    run_all(&f, 200);
-    drain(a, &oa);
-    drain(b, &ob);
-    solo(&f, &small, &want);
-    CHECK(same_out(&oa, &want));
-    solo(&f, &big, &want);
-    CHECK(same_out(&ob, &want));
-
+    check_read_beside_decoding(&f, 100, 4); /* 32, 32, 32, 4 */
     Ask other = {.n_prompt = 100, .seed_prompt = 3, .max_tokens = 5}; /* not in the prefix cache */
     GenRequest *c = request(&f, &other, 2);
     Out oc = {0};
