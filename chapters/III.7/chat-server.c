@@ -36,8 +36,8 @@ static void usage(FILE *f) {
     fprintf(f, "  --queue N              requests that may wait for a slot (default %d); past it 503\n", SCHED_DEFAULT_QUEUE);
     fprintf(f, "  --prefill-chunk N      prompt tokens prefilled per scheduler tick (default %d)\n",
             SCHED_DEFAULT_PREFILL_CHUNK);
-    fprintf(f, "  --prefill-ms MS        while others decode, cut a tick's prefill to about MS milliseconds\n");
-    fprintf(f, "                         (at the cost per token measured so far; default 0: always the chunk)\n");
+    fprintf(f, "  --prefill-ms MS        while others decode, read prompts in forwards of 32 tokens and stop a\n");
+    fprintf(f, "                         tick's prefill before one that would end past MS ms (default 0: the chunk)\n");
     fprintf(f, "  --no-prefix-cache      compute every prompt whole: no sharing of cached prefixes\n");
     fprintf(f, "  --trace-scheduler      a line per scheduler tick on stderr: admitted, prefilled, decoded, preempted\n");
     fprintf(f, "  --ctx N                cap on prompt + generated tokens (default: the model's context)\n");

@@ -479,12 +479,13 @@ static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
         Job *j = jobs[i];
         if (j->phase != JOB_PREFILL) continue;
         int rows = 0;
-        bool ok = true;
-        while (ok && j->seq.n_tokens < j->n_tokens && prefill_fits(&b)) {
+        bool ok;
+        do { /* the loop's test just said a forward fits */
             int piece = min_int(j->n_tokens - j->seq.n_tokens, min_int(b.tokens, b.piece));
             ok = prefill_forward(s, j, piece, &b, err);
             rows += ok ? piece : 0;
-        }
+        } while (ok && j->seq.n_tokens < j->n_tokens && prefill_fits(&b));
+        log->prefill_rows += rows;
         if (!ok) {
             job_end(s, j, 500, err, log);
             jobs[i] = NULL;
@@ -492,7 +493,6 @@ static void prefill(Sched *s, Job **jobs, int n, TickLog *log) {
         }
         log_job(&log->prefilled, j, " +%d (%d/%d)", rows, j->seq.n_tokens, j->n_tokens);
         note_job(s, "prefill", j, ",\"rows\":%d,\"done\":%d,\"of\":%d", rows, j->seq.n_tokens, j->n_tokens);
-        log->prefill_rows += rows;
         pthread_mutex_lock(&s->mu);
         j->position = j->seq.n_tokens;
         bool done = j->seq.n_tokens == j->n_tokens;

@@ -26,7 +26,10 @@ typedef struct {
     /* For BF16 weights on a bf16_pairs build: row i as BF16 at q + i*q_stride.
      * For quantized weight types, row i in blocks of 32 (padded to whole chunks):
      * q + i*q_stride: 8-bit values; c, s, m + i*s_stride: 8 lanes per block of
-     * an integer correction, the block scale, sums times scale (simd_kernels.h). */
+     * an integer correction, the block scale, sums times scale (simd_kernels.h).
+     * On AVX2 the super-block types (Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS) instead
+     * keep one scale per 256 values at s[sb] and the int16 sum of every 16
+     * values in c's bytes (K(quantize_row_256)). */
     int8_t *q;
     int32_t *c;
     float *s, *m;

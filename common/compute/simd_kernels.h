@@ -86,7 +86,9 @@
 #define TILES_AHEAD 2
 /* From this many rows on, a quantized matmul decodes each weight once into a
  * buffer for all row tiles (K(qcols_tile)); found by measuring, like
- * TILES_AHEAD. The backend tests' batches of 1 to 16 rows run both ways. */
+ * TILES_AHEAD. The backend tests' batches of 1 to 16 rows run both ways.
+ * (Not the super-block types of AVX2, K(superblock_acts): their tiles
+ * unpack the weights on the way for any batch.) */
 #define QPRE_ROWS 16
 
 #define INLINE static inline __attribute__((always_inline))
@@ -1049,7 +1051,8 @@ INLINE void K(sb_tile)(DType t, int R, int C, float *y, const SimdActs *a, const
 }
 #endif
 
-/* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. With many rows
+/* Every row tile against outputs [o0, o0 + C), C == QT_C or 1. The
+ * super-block types of AVX2 go to K(sb_tile). For the others, with many rows
  * (QPRE_ROWS or more), the C weight rows are decoded once into pre and every
  * row tile reads them from there (prefill: each weight byte decoded once per
  * call); with fewer (a batch of decode steps) each row tile decodes them

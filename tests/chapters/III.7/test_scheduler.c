@@ -280,10 +280,14 @@ TEST(III7_sched_chunked_prefill_keeps_others_decoding) {
 }
 
 /* Under a time budget too small for two forwards, a prompt beside a
- * decoding request is read one forward of 32 tokens a tick; alone, nobody
- * waits, and it is read a whole chunk a tick. Same tokens either way. */
+ * decoding request is read one forward of 32 tokens a tick; under one large
+ * enough, all of it in a tick; alone, nobody waits, and it is read a whole
+ * chunk a tick. Same tokens either way. */
 TEST(III7_sched_prefill_budget_cuts_only_beside_decoders) {
     Fixture f;
+    if (fx_open(&f, (Setup){.slots = 2, .block_size = 8, .n_blocks = 64, .prefill_ms = 1e9}))
+        check_read_beside_decoding(&f, 100, 1); /* four forwards in one tick */
+    fx_close(&f);
     if (!fx_open(&f, (Setup){.slots = 2, .block_size = 8, .n_blocks = 64, .prefill_ms = 1e-9})) {
         fx_close(&f);
         return;
