@@ -293,9 +293,9 @@ INLINE bool K(has_min)(DType t) {
     return t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q2_K || t == DT_Q4_K || t == DT_Q5_K;
 }
 
-/* The types whose AVX-512 kernels pack 16 outputs per vector (K(pcols)):
- * their activation rows carry whole-block sums, not per-lane ones. */
-INLINE bool K(packed)(DType t) { return SIMD_512 && (t == DT_Q8_0 || t == DT_Q4_0 || t == DT_Q4_1); }
+/* The types whose kernels pack an output per float lane (K(pcols)): their
+ * activation rows carry whole-block sums, not per-lane ones. */
+INLINE bool K(packed)(DType t) { return t == DT_Q8_0 || t == DT_Q4_0 || (SIMD_512 && t == DT_Q4_1); }
 
 /* AVX2 has no unsigned x signed dot product that cannot overflow for u up to
  * 255, so there the types with 8-bit weights (Q8_0, and the IQ4 table's -127..113)
@@ -1107,11 +1107,11 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
     free(pre);
 }
 
+#if SIMD_512
 #define PC_N 16     /* outputs per packed tile: one per float lane */
 #define PC_R 4      /* activation rows per inner loop */
 #define PC_BLOCKS 16 /* blocks packed at a time: the pack stays in L1, rows loop over it */
 #define PC_VECS 10  /* per block: 8 vectors of codes, the scales, the mins */
-#if SIMD_512
 /* ---- quantized weights, column-packed (AVX-512: Q8_0, Q4_0, Q4_1) ----
  * The kernels above give each output 16 float lanes and pay four vector
  * operations (dot product, convert, scale, add) per output and per 64
@@ -1584,14 +1584,272 @@ PCOLS(q8_0, DT_Q8_0)
 PCOLS(q4_0, DT_Q4_0)
 PCOLS(q4_1, DT_Q4_1)
 #undef PCOLS
+#else
+/* ---- Q4_0 and Q8_0 on AVX2, column-packed ----
+ * The chunk kernels give each output 8 float lanes and pay a dot product,
+ * a widening add, a conversion, a scale and an FMA per output and per
+ * block of 32. As on AVX-512, one vector holds 8 outputs here: the codes of
+ * 8 rows of W are packed (transposed by 4-byte groups), an activation row's
+ * 4 bytes are broadcast, and vpmaddubsw makes 16-bit pairs of products for
+ * each output. Q4_0's codes are at most 15 and |x| <= 128, so the 8 groups
+ * of a block add up exactly in 16 bits (at most 8 * 2 * 15 * 128 = 30720)
+ * and one vpmaddwd a block brings each output's 32 products to an int32
+ * lane; Q8_0 keeps |w| and puts w's signs on x (K(signed_w)), whose pairs
+ * reach 2 * 127 * 127 and are widened group by group. Either way the float
+ * work is one update per output and per block, as AVX-512's K(pdot):
+ *   acc = fma(w_scale * x_scale, (float)block_sum, acc)
+ * The same for every n, so a row's result does not depend on its batch. */
+#define PC_N 8       /* outputs per packed tile: one per float lane */
+#define PC_R 4       /* activation rows per inner loop */
+#define PC_BLOCKS 16 /* blocks packed at a time */
+#define PC_VECS 17   /* per block: 8 vectors of codes (Q8_0: |w|), the scales, Q8_0's 8 of w */
+
+/* The 16 bytes at blk[j] + at of 8 outputs as 4 vectors, vector g holding
+ * bytes 4g..4g+3 of each output, outputs 0-3 in the lower half, 4-7 in the
+ * upper: a 4x4 transpose of dwords in each half. */
+INLINE void K(dwords)(const uint8_t *const *blk, int at, __m256i *u) {
+    __m256i a[4];
+    UNROLL for (int k = 0; k < 4; k++)
+        a[k] = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(blk[k + 4] + at)), _mm_loadu_si128((const __m128i *)(blk[k] + at)));
+    __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+    __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+    u[0] = _mm256_unpacklo_epi64(t0, t2);
+    u[1] = _mm256_unpackhi_epi64(t0, t2);
+    u[2] = _mm256_unpacklo_epi64(t1, t3);
+    u[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* One block of 8 outputs, output j's at blk[j]. Vector g < 8 is dotted with
+ * x's bytes 4g..4g+3: Q4_0's byte i holds element i (low nibble) and i + 16
+ * (high), so its vectors 0-3 are the low nibbles and 4-7 the high ones. */
+INLINE void K(pack_block)(DType t, const uint8_t *const *blk, __m256i *dst) {
+    if (t == DT_Q8_0) {
+        K(dwords)(blk, 2, dst + 9);
+        K(dwords)(blk, 18, dst + 13);
+        UNROLL for (int g = 0; g < 8; g++) dst[g] = _mm256_sign_epi8(dst[9 + g], dst[9 + g]);
+    } else {
+        __m256i u[4];
+        K(dwords)(blk, 2, u);
+        const __m256i m4 = _mm256_set1_epi8(0x0F);
+        UNROLL for (int g = 0; g < 4; g++) {
+            dst[g] = _mm256_and_si256(u[g], m4);
+            dst[g + 4] = _mm256_and_si256(_mm256_srli_epi16(u[g], 4), m4);
+        }
+    }
+    uint16_t h[PC_N];
+    UNROLL for (int j = 0; j < PC_N; j++) memcpy(&h[j], blk[j], 2);
+    dst[8] = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+}
+
+/* Blocks [b0, b1) of outputs [o0, o0 + cols) packed into dst, PC_VECS
+ * vectors a block (lanes past cols repeat the last output: never stored),
+ * asking on the way for the next tile's rows, a share per block. */
+INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m256i *dst) {
+    const uint8_t *blk[PC_N];
+    const size_t bytes = K(q32_bytes)(t);
+    int nb = (int)(w->ne[0] / 32);
+    size_t lines;
+    const char *ahead = K(ahead)(w, o0 + PC_N, PC_N, (int)w->ne[1], &lines);
+    size_t per = (lines + (size_t)nb - 1) / (size_t)nb, line = (size_t)b0 * per;
+    for (int b = b0; b < b1; b++, dst += PC_VECS) {
+        if (lines) K(ask)(ahead, lines, &line, per, (int)((PC_N * bytes + 63) / 64));
+        UNROLL for (int j = 0; j < PC_N; j++) blk[j] = tensor_row(w, o0 + (j < cols ? j : cols - 1)) + (size_t)b * bytes;
+        K(pack_block)(t, blk, dst);
+    }
+}
+
+/* x's 4 bytes in every lane. */
+INLINE __m256i K(x4)(const int8_t *x) {
+    int32_t v;
+    memcpy(&v, x, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* Block b of packed p into acc[r], rows i0 .. i0 + R. */
+INLINE void K(pdot)(DType t, int R, __m256 *acc, const SimdActs *a, const __m256i *p, int b, int i0) {
+    __m256i sum[PC_R];
+    const int8_t *x[PC_R];
+    const __m256i ones = _mm256_set1_epi16(1);
+    UNROLL for (int r = 0; r < R; r++) {
+        x[r] = a->q + (size_t)(i0 + r) * a->q_stride + 32 * (size_t)b;
+        sum[r] = _mm256_setzero_si256();
+    }
+    if (t == DT_Q8_0) { /* int32 lanes */
+        UNROLL for (int g = 0; g < 8; g++)
+            UNROLL for (int r = 0; r < R; r++) {
+                __m256i xs = _mm256_sign_epi8(K(x4)(x[r] + 4 * g), p[9 + g]);
+                sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(p[g], xs), ones));
+            }
+    } else { /* 16-bit pairs, then one widening */
+        UNROLL for (int g = 0; g < 4; g++) {
+            UNROLL for (int r = 0; r < R; r++) sum[r] = _mm256_add_epi16(sum[r], _mm256_maddubs_epi16(p[g], K(x4)(x[r] + 4 * g)));
+            UNROLL for (int r = 0; r < R; r++)
+                sum[r] = _mm256_add_epi16(sum[r], _mm256_maddubs_epi16(p[g + 4], K(x4)(x[r] + 16 + 4 * g)));
+        }
+        UNROLL for (int r = 0; r < R; r++) sum[r] = _mm256_madd_epi16(sum[r], ones);
+    }
+    __m256 sc = _mm256_castsi256_ps(p[8]);
+    UNROLL for (int r = 0; r < R; r++) {
+        size_t si = (size_t)(i0 + r) * a->s_stride + 8 * (size_t)b;
+        __m256i lanes = _mm256_add_epi32(_mm256_set1_epi32(a->c[si]), sum[r]);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(sc, _mm256_set1_ps(a->s[si])), _mm256_cvtepi32_ps(lanes), acc[r]);
+    }
+}
+
+/* Rows i0 .. i0 + R of the packed blocks [b0, b1): acc[r] is y[i0 + r, o0 ..
+ * o0 + 8), kept in y between calls (zero before the first). */
+INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m256i *p, int b0, int b1, int64_t out,
+                     int i0, __m256i mask, bool first) {
+    __m256 acc[PC_R];
+    UNROLL for (int r = 0; r < R; r++)
+        acc[r] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + (size_t)(i0 + r) * out, mask);
+    for (int b = b0; b < b1; b++, p += PC_VECS) K(pdot)(t, R, acc, a, p, b, i0);
+    UNROLL for (int r = 0; r < R; r++) _mm256_maskstore_ps(y + (size_t)(i0 + r) * out, mask, acc[r]);
+}
+
+/* ---- Q8_0 with one activation row, a few weight rows at a time ----
+ * Reading the 8 rows of a tile side by side, as K(pack) does, made Q8_0's
+ * decode a fifth slower than the chunk kernels (its blocks are 34 bytes,
+ * twice Q4_0's). So here the rows of the tile are read two by two: per
+ * block the exact sum of its 32 products, 8 blocks reduced to one vector
+ * (K(block_totals)), kept with the blocks' scales in rs. Then the 8 rows'
+ * vectors are turned around (K(turn8)), one vector per block with the 8
+ * outputs in lanes, and the float update runs per block as K(pdot) does it:
+ * the same integers and float operations in the same order, so the bits are
+ * those of any batch. */
+
+/* v[k] for k < 8: 8 int32 lanes each; out lane k: the sum of v[k]'s lanes. */
+INLINE __m256i K(block_totals)(const __m256i *v) {
+    __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67); /* per half: v0..v3, v4..v7 */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+/* 8 vectors of 8 lanes transposed in place: out[k] lane j = in[j] lane k. */
+INLINE void K(turn8)(__m256 *v) {
+    __m256 t[8], u[8];
+    UNROLL for (int j = 0; j < 8; j += 2) {
+        t[j] = _mm256_unpacklo_ps(v[j], v[j + 1]);
+        t[j + 1] = _mm256_unpackhi_ps(v[j], v[j + 1]);
+    }
+    UNROLL for (int j = 0; j < 8; j += 4) {
+        u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+        u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xEE);
+        u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+        u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
+    }
+    UNROLL for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
+        v[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
+    }
+}
+
+#define Q8_ROWS 2 /* rows read side by side: 2 and 4 were as fast, 1 slower (asking ahead) */
+/* Q8_ROWS rows of a tile: their block sums and scales, 8 blocks to a
+ * vector, asking for the next tile's rows on the way. */
+INLINE void K(q8_row_sums)(const uint8_t *const *row, int nb, const int8_t *x, int32_t *const *sums,
+                           float *const *scf, const char *ahead, size_t lines, size_t *line, size_t per) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int b0 = 0; b0 < nb; b0 += 8) {
+        if (lines) K(ask)(ahead, lines, line, per, (Q8_ROWS * 272 + 63) / 64); /* Q8_ROWS rows' 8 blocks */
+        __m256i v[Q8_ROWS][8];
+        uint16_t h[Q8_ROWS][8] = {{0}};
+        UNROLL for (int k = 0; k < 8; k++) {
+            if (b0 + k >= nb) {
+                UNROLL for (int j = 0; j < Q8_ROWS; j++) v[j][k] = _mm256_setzero_si256();
+                continue;
+            }
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(x + 32 * (size_t)(b0 + k)));
+            UNROLL for (int j = 0; j < Q8_ROWS; j++) {
+                const uint8_t *blk = row[j] + (size_t)(b0 + k) * 34;
+                __m256i wv = _mm256_loadu_si256((const __m256i *)(blk + 2));
+                v[j][k] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(xv, wv)), ones);
+                memcpy(&h[j][k], blk, 2);
+            }
+        }
+        UNROLL for (int j = 0; j < Q8_ROWS; j++) {
+            _mm256_storeu_si256((__m256i *)(sums[j] + b0), K(block_totals)(v[j]));
+            _mm256_storeu_ps(scf[j] + b0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h[j])));
+        }
+    }
+}
+
+/* Outputs [c0, c1) of a batch of one row, Q8_0. */
+INLINE void K(q8_row)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
+    const int nb = (int)(w->ne[0] / 32), stride = (nb + 7) / 8 * 8;
+    int32_t *sums = K(scratch)(2 * sizeof(float) * PC_N * (size_t)stride);
+    float *scf = (float *)(void *)(sums + PC_N * (size_t)stride);
+    for (int o = c0; o < c1; o += PC_N) {
+        int cols = c1 - o < PC_N ? c1 - o : PC_N;
+        size_t lines, line = 0;
+        const char *ahead = K(ahead)(w, o + PC_N, PC_N, c1, &lines);
+        size_t steps = (size_t)(stride / 8 * PC_N / Q8_ROWS), per = (lines + steps - 1) / steps;
+        for (int j = 0; j < PC_N; j += Q8_ROWS) {
+            const uint8_t *row[Q8_ROWS];
+            int32_t *su[Q8_ROWS];
+            float *sf[Q8_ROWS];
+            UNROLL for (int i = 0; i < Q8_ROWS; i++) {
+                row[i] = tensor_row(w, o + (j + i < cols ? j + i : cols - 1));
+                su[i] = sums + (size_t)(j + i) * stride;
+                sf[i] = scf + (size_t)(j + i) * stride;
+            }
+            K(q8_row_sums)(row, nb, a->q, su, sf, ahead, lines, &line, per);
+        }
+        __m256 acc = _mm256_setzero_ps();
+        for (int b0 = 0; b0 < nb; b0 += 8) {
+            __m256 s8[8], f8[8];
+            UNROLL for (int j = 0; j < 8; j++) {
+                s8[j] = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(sums + (size_t)j * stride + b0)));
+                f8[j] = _mm256_loadu_ps(scf + (size_t)j * stride + b0);
+            }
+            K(turn8)(s8);
+            K(turn8)(f8);
+            for (int k = 0; k < 8 && b0 + k < nb; k++)
+                acc = _mm256_fmadd_ps(_mm256_mul_ps(f8[k], _mm256_set1_ps(a->s[8 * (size_t)(b0 + k)])), s8[k], acc);
+        }
+        _mm256_maskstore_ps(y + o, _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), acc);
+    }
+    free(sums);
+}
+
+/* Outputs [c0, c1) for every row: per tile of 8 outputs, per run of
+ * PC_BLOCKS blocks, pack once, then every row tile reads the pack. */
+INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
+    int nb = (int)(a->in / 32), n = a->n;
+    int64_t out = w->ne[1];
+    if (n == 1 && t == DT_Q8_0) { /* see K(q8_row) */
+        K(q8_row)(y, a, w, c0, c1);
+        return;
+    }
+    __m256i *p = K(scratch)(sizeof(__m256i) * PC_VECS * PC_BLOCKS);
+    for (int o = c0; o < c1; o += PC_N) {
+        int cols = c1 - o < PC_N ? c1 - o : PC_N;
+        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
+            int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
+            K(pack)(t, w, o, cols, b0, b1, p);
+            float *yo = y + o;
+            int i = 0;
+            for (; i + PC_R <= n; i += PC_R) K(ptile)(t, PC_R, yo, a, p, b0, b1, out, i, mask, b0 == 0);
+            switch (n - i) {
+            case 3: K(ptile)(t, 3, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
+            case 2: K(ptile)(t, 2, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
+            case 1: K(ptile)(t, 1, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
+            default: break;
+            }
+        }
+    }
+    free(p);
+}
+static void K(pcols_q8_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(DT_Q8_0, y, a, w, c0, c1); }
+static void K(pcols_q4_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(DT_Q4_0, y, a, w, c0, c1); }
 #endif
 
 /* One instance of the kernels per weight type, each with its decoding inlined. */
 #define QCOLS(name, type) \
     static void K(qcols_##name)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(type, y, a, w, c0, c1); }
-#if !SIMD_512 /* AVX-512 packs these (K(pcols)) */
-QCOLS(q8_0, DT_Q8_0)
-QCOLS(q4_0, DT_Q4_0)
+#if !SIMD_512 /* AVX-512 packs these (K(pcols)); AVX2 Q8_0 and Q4_0 */
 QCOLS(q4_1, DT_Q4_1)
 #endif
 QCOLS(q4_k, DT_Q4_K)
@@ -1615,8 +1873,8 @@ static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0,
     case DT_Q4_0: K(pcols_q4_0)(y, a, w, c0, c1); break;
     case DT_Q4_1: K(pcols_q4_1)(y, a, w, c0, c1); break;
 #else
-    case DT_Q8_0: K(qcols_q8_0)(y, a, w, c0, c1); break;
-    case DT_Q4_0: K(qcols_q4_0)(y, a, w, c0, c1); break;
+    case DT_Q8_0: K(pcols_q8_0)(y, a, w, c0, c1); break;
+    case DT_Q4_0: K(pcols_q4_0)(y, a, w, c0, c1); break;
     case DT_Q4_1: K(qcols_q4_1)(y, a, w, c0, c1); break;
 #endif
     case DT_Q4_K: K(qcols_q4_k)(y, a, w, c0, c1); break;
@@ -1724,7 +1982,7 @@ static const SimdKernels K(kernels) = {
     .isa = SIMD_512 ? "avx512" : "avx2",
     .qblocks = QB,
     .ftile_cols = FT_C,
-    .qtile_cols = SIMD_512 ? PC_N : QT_C, /* thread ranges in whole packed tiles */
+    .qtile_cols = PC_N, /* thread ranges in whole packed tiles (a multiple of QT_C) */
     .tiles = SIMD_512,
     .prepare_rows = K(prepare_rows),
     .matmul_cols = K(matmul_cols),
