@@ -71,7 +71,7 @@
 #define VI __m256i
 #define VI_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
 #define QB 1
-#define FT_R 2    /* 16 registers: 8 accumulators */
+#define FT_R 3    /* 16 registers: 12 accumulators, 3 activations, 1 weight */
 #define FT_C 4
 #define QT_R 4
 #define QT_C 2
