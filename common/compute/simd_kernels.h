@@ -9,9 +9,9 @@
  * whatever the tile it is computed in, then reduced by one fixed tree (hsum).
  * A tile of R rows x C outputs only shares the loads: a weight vector decoded
  * once serves R rows, an activation vector loaded once serves C outputs. So
- * a batch of 16 and a batch of 1 give bitwise equal rows. (The AVX-512
- * kernels of Q8_0, Q4_0 and Q4_1, K(pcols), give each output one lane of a
- * vector instead, updated once per block, in block order, for any batch.)
+ * a batch of 16 and a batch of 1 give bitwise equal rows. (The kernels of
+ * Q8_0 and Q4_0, and on AVX-512 Q4_1, K(pcols), give each output one lane of
+ * a vector instead, updated once per block, in block order, for any batch.)
  *
  * Two kinds of dot products:
  *  - float weights (F32, F16, BF16): acc += w[k..k+N) * x[k..k+N) for each
@@ -1595,7 +1595,7 @@ PCOLS(q4_1, DT_Q4_1)
  * of a block add up exactly in 16 bits (at most 8 * 2 * 15 * 128 = 30720)
  * and one vpmaddwd a block brings each output's 32 products to an int32
  * lane; Q8_0 keeps |w| and puts w's signs on x (K(signed_w)), whose pairs
- * reach 2 * 127 * 127 and are widened group by group. Either way the float
+ * reach 2 * 128 * 127 (a file may hold -128) and are widened group by group. Either way the float
  * work is one update per output and per block, as AVX-512's K(pdot):
  *   acc = fma(w_scale * x_scale, (float)block_sum, acc)
  * The same for every n, so a row's result does not depend on its batch. */
@@ -1644,12 +1644,12 @@ INLINE void K(pack_block)(DType t, const uint8_t *const *blk, __m256i *dst) {
 /* Blocks [b0, b1) of outputs [o0, o0 + cols) packed into dst, PC_VECS
  * vectors a block (lanes past cols repeat the last output: never stored),
  * asking on the way for the next tile's rows, a share per block. */
-INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m256i *dst) {
+INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int c1, int b0, int b1, __m256i *dst) {
     const uint8_t *blk[PC_N];
     const size_t bytes = K(q32_bytes)(t);
     int nb = (int)(w->ne[0] / 32);
     size_t lines;
-    const char *ahead = K(ahead)(w, o0 + PC_N, PC_N, (int)w->ne[1], &lines);
+    const char *ahead = K(ahead)(w, o0 + PC_N, PC_N, c1, &lines);
     size_t per = (lines + (size_t)nb - 1) / (size_t)nb, line = (size_t)b0 * per;
     for (int b = b0; b < b1; b++, dst += PC_VECS) {
         if (lines) K(ask)(ahead, lines, &line, per, (int)((PC_N * bytes + 63) / 64));
@@ -1828,7 +1828,7 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
             int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
-            K(pack)(t, w, o, cols, b0, b1, p);
+            K(pack)(t, w, o, cols, c1, b0, b1, p);
             float *yo = y + o;
             int i = 0;
             for (; i + PC_R <= n; i += PC_R) K(ptile)(t, PC_R, yo, a, p, b0, b1, out, i, mask, b0 == 0);
@@ -1849,7 +1849,7 @@ static void K(pcols_q4_0)(float *y, const SimdActs *a, const Tensor *w, int c0, 
 /* One instance of the kernels per weight type, each with its decoding inlined. */
 #define QCOLS(name, type) \
     static void K(qcols_##name)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(qcols)(type, y, a, w, c0, c1); }
-#if !SIMD_512 /* AVX-512 packs these (K(pcols)); AVX2 Q8_0 and Q4_0 */
+#if !SIMD_512 /* Q4_1 on AVX2 (Q8_0, Q4_0 and AVX-512's Q4_1: K(pcols)) */
 QCOLS(q4_1, DT_Q4_1)
 #endif
 QCOLS(q4_k, DT_Q4_K)
@@ -2130,6 +2130,9 @@ static const SimdKernels K(kernels_bf16) = {
 #undef PC_R
 #undef PC_BLOCKS
 #undef PC_VECS
+#ifdef Q8_ROWS
+#undef Q8_ROWS
+#endif
 #undef TILES_AHEAD
 #undef QPRE_ROWS
 #undef SIGNED_Q8_0

@@ -111,12 +111,26 @@ static const TypeCase TYPES[] = {
     {DT_Q6_K, 512, 5e-3}, {DT_Q4_1, 352, 5e-3}, {DT_Q5_0, 352, 5e-3}, {DT_Q5_1, 352, 5e-3},
     {DT_IQ4_NL, 352, 5e-3}, {DT_Q2_K, 512, 5e-3}, {DT_Q3_K, 512, 5e-3}, {DT_Q5_K, 512, 5e-3},
     {DT_IQ4_XS, 512, 5e-3}, {DT_Q4_0, 320, 5e-3}, {DT_Q4_0, 384, 5e-3}, {DT_Q4_1, 288, 5e-3},
-    {DT_Q4_1, 320, 5e-3},
+    {DT_Q4_1, 320, 5e-3}, {DT_Q8_0, 160, 5e-3},
 };
 #define N_TYPES (int)(sizeof TYPES / sizeof TYPES[0])
 #define OUT 37 /* not a multiple of any tile width */
 
 static bool rows_equal(const float *a, const float *b, int n) { return memcmp(a, b, sizeof(float) * (size_t)n) == 0; }
+
+/* The largest |y - ref| of n rows of out outputs, each relative to its sum |w x|. */
+static double worst_error(const Weight *w, const float *x, const float *y, const float *ref, int n, int out) {
+    int in = (int)w->t.ne[0];
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            double mag = 0;
+            for (int j = 0; j < in; j++) mag += fabs((double)w->deq[(size_t)o * in + j] * x[(size_t)i * in + j]);
+            double e = fabs((double)y[i * out + o] - ref[i * out + o]) / mag;
+            if (e > worst) worst = e;
+        }
+    return worst;
+}
 
 /* Row i of every batch 1..16 and of one-row calls equals row i of the batch
  * of 16, which is kept in full (and must equal want, if given). */
@@ -231,14 +245,7 @@ TEST(backend_matmul_long_rows_and_big_batches) {
                     CHECK_MSG(rows_equal(y, one, sizes[s] * out), "%s %s in=%d%s: a batch of %d differs from one-row calls",
                               build_name(ks[k]), dtype_name(tc->type), in, tiled ? " (tiles)" : "", sizes[s]);
                 }
-                double worst = 0;
-                for (int i = 0; i < big; i++)
-                    for (int o = 0; o < out; o++) {
-                        double mag = 0;
-                        for (int j = 0; j < in; j++) mag += fabs((double)w.deq[(size_t)o * in + j] * x[(size_t)i * in + j]);
-                        double e = fabs((double)y[i * out + o] - ref[i * out + o]) / mag;
-                        if (e > worst) worst = e;
-                    }
+                double worst = worst_error(&w, x, y, ref, big, out);
                 double tol = case_tol(ks[k], tc->type, tc->tol);
                 CHECK_MSG(worst <= tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
                           dtype_name(tc->type), in, worst, tol);
@@ -250,6 +257,50 @@ TEST(backend_matmul_long_rows_and_big_batches) {
         free(one);
         free(y);
         free(ref);
+        free_weight(&w);
+    }
+    backend_free(scalar);
+}
+
+/* The integer sums at their largest: Q4_0 codes of 15 against activations
+ * all near +127 (AVX2 adds a block's 8 groups of pairs in 16 bits: at most
+ * 30480), and Q8_0 weights of -128, which the quantizer never writes but a
+ * file may hold (|w| is then 128 in an unsigned byte). Close to scalar and
+ * the same bits in every batch, for every build. */
+TEST(backend_matmul_extreme_codes) {
+    const SimdKernels *ks[4];
+    int nk = kernel_builds(ks);
+    Backend *scalar = backend_scalar_create();
+    const DType types[] = {DT_Q4_0, DT_Q8_0};
+    const int in = 352;
+    for (int c = 0; c < 2; c++) {
+        DType t = types[c];
+        Weight w = make_weight(t, in, OUT, (uint32_t)c + 500);
+        size_t bytes = t == DT_Q4_0 ? 18 : 34;
+        for (int o = 0; o < OUT; o++) {
+            uint8_t *row = (uint8_t *)w.data + w.t.row_bytes * (size_t)o;
+            for (int b = 0; b < in / 32; b++)
+                for (size_t k = 2; k < bytes; k++)
+                    if (t == DT_Q4_0) row[b * bytes + k] = 0xFF;
+                    else if (k % 3 == 0 || o % 2 == 0) row[b * bytes + k] = 0x80;
+            dequant_row(t, row, w.deq + (size_t)o * in, in);
+        }
+        float *x = malloc(sizeof(float) * MAX_N * in), *ref = malloc(sizeof(float) * MAX_N * OUT),
+              *y = malloc(sizeof(float) * MAX_N * OUT);
+        for (int j = 0; j < MAX_N * in; j++) x[j] = 1.0f + 0.001f * (float)(j % 7);
+        matmul(scalar, ref, x, &w.t, MAX_N);
+        for (int k = 0; k < nk && !test_failed_now(); k++) {
+            char what[96];
+            Backend *be = backend_simd_create(ks[k]);
+            snprintf(what, sizeof what, "simd/%s %s extreme codes", build_name(ks[k]), dtype_name(t));
+            check_batch_invariance(be, &w, x, y, NULL, what);
+            double worst = worst_error(&w, x, y, ref, MAX_N, OUT);
+            CHECK_MSG(worst <= 5e-3, "%s: relative error %.3g > 5e-3", what, worst);
+            backend_free(be);
+        }
+        free(x);
+        free(ref);
+        free(y);
         free_weight(&w);
     }
     backend_free(scalar);
@@ -273,14 +324,7 @@ TEST(backend_matmul_close_to_scalar) {
         for (int k = 0; k < nk; k++) {
             Backend *be = backend_parallel_create(ks[k], 2);
             matmul(be, y, x, &w.t, n);
-            double worst = 0;
-            for (int i = 0; i < n; i++)
-                for (int o = 0; o < OUT; o++) {
-                    double mag = 0;
-                    for (int j = 0; j < in; j++) mag += fabs((double)w.deq[(size_t)o * in + j] * x[(size_t)i * in + j]);
-                    double e = fabs((double)y[i * OUT + o] - ref[i * OUT + o]) / mag;
-                    if (e > worst) worst = e;
-                }
+            double worst = worst_error(&w, x, y, ref, n, OUT);
             double tol = case_tol(ks[k], tc->type, tc->tol);
             CHECK_MSG(worst <= tol, "%s %s in=%d: relative error %.3g > %.3g", build_name(ks[k]),
                       dtype_name(tc->type), in, worst, tol);
