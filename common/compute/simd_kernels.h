@@ -1107,9 +1107,32 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
     free(pre);
 }
 
+/* ---- column-packed kernels (below, one section per build) share this ---- */
+#define PC_R 4 /* activation rows per inner loop */
+#if SIMD_512
+typedef __mmask16 K(PMask); /* the packed tile's outputs to store */
+#else
+typedef __m256i K(PMask);
+#endif
+INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int i0,
+                     K(PMask) mask, bool first);
+
+/* Every row tile of the n rows over the packed blocks [b0, b1) of the
+ * outputs from y on. */
+INLINE void K(ptiles)(DType t, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int n,
+                      K(PMask) mask) {
+    int i = 0;
+    for (; i + PC_R <= n; i += PC_R) K(ptile)(t, PC_R, y, a, p, b0, b1, out, i, mask, b0 == 0);
+    switch (n - i) {
+    case 3: K(ptile)(t, 3, y, a, p, b0, b1, out, i, mask, b0 == 0); break;
+    case 2: K(ptile)(t, 2, y, a, p, b0, b1, out, i, mask, b0 == 0); break;
+    case 1: K(ptile)(t, 1, y, a, p, b0, b1, out, i, mask, b0 == 0); break;
+    default: break;
+    }
+}
+
 #if SIMD_512
 #define PC_N 16     /* outputs per packed tile: one per float lane */
-#define PC_R 4      /* activation rows per inner loop */
 #define PC_BLOCKS 16 /* blocks packed at a time: the pack stays in L1, rows loop over it */
 #define PC_VECS 10  /* per block: 8 vectors of codes, the scales, the mins */
 /* ---- quantized weights, column-packed (AVX-512: Q8_0, Q4_0, Q4_1) ----
@@ -1301,8 +1324,8 @@ INLINE void K(pdot)(DType t, int R, __m512 *acc, const SimdActs *a, const __m512
     }
 }
 
-INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m512i *p, int b0, int b1, int64_t out,
-                     int i0, __mmask16 mask, bool first) {
+INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int i0,
+                     K(PMask) mask, bool first) {
     __m512 acc[PC_R];
     UNROLL for (int r = 0; r < R; r++)
         acc[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask, y + (size_t)(i0 + r) * out);
@@ -1565,15 +1588,7 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
             int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
             K(pack)(t, w, o, cols, b0, b1, p);
-            float *yo = y + o;
-            int i = 0;
-            for (; i + PC_R <= n; i += PC_R) K(ptile)(t, PC_R, yo, a, p, b0, b1, out, i, mask, b0 == 0);
-            switch (n - i) {
-            case 3: K(ptile)(t, 3, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
-            case 2: K(ptile)(t, 2, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
-            case 1: K(ptile)(t, 1, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
-            default: break;
-            }
+            K(ptiles)(t, y + o, a, p, b0, b1, out, n, mask);
         }
     }
     free(p);
@@ -1600,7 +1615,6 @@ PCOLS(q4_1, DT_Q4_1)
  *   acc = fma(w_scale * x_scale, (float)block_sum, acc)
  * The same for every n, so a row's result does not depend on its batch. */
 #define PC_N 8       /* outputs per packed tile: one per float lane */
-#define PC_R 4       /* activation rows per inner loop */
 #define PC_BLOCKS 16 /* blocks packed at a time */
 #define PC_VECS 17   /* per block: 8 vectors of codes (Q8_0: |w|), the scales, Q8_0's 8 of w */
 
@@ -1698,8 +1712,8 @@ INLINE void K(pdot)(DType t, int R, __m256 *acc, const SimdActs *a, const __m256
 
 /* Rows i0 .. i0 + R of the packed blocks [b0, b1): acc[r] is y[i0 + r, o0 ..
  * o0 + 8), kept in y between calls (zero before the first). */
-INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const __m256i *p, int b0, int b1, int64_t out,
-                     int i0, __m256i mask, bool first) {
+INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int i0,
+                     K(PMask) mask, bool first) {
     __m256 acc[PC_R];
     UNROLL for (int r = 0; r < R; r++)
         acc[r] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + (size_t)(i0 + r) * out, mask);
@@ -1829,15 +1843,7 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
             int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
             K(pack)(t, w, o, cols, c1, b0, b1, p);
-            float *yo = y + o;
-            int i = 0;
-            for (; i + PC_R <= n; i += PC_R) K(ptile)(t, PC_R, yo, a, p, b0, b1, out, i, mask, b0 == 0);
-            switch (n - i) {
-            case 3: K(ptile)(t, 3, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
-            case 2: K(ptile)(t, 2, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
-            case 1: K(ptile)(t, 1, yo, a, p, b0, b1, out, i, mask, b0 == 0); break;
-            default: break;
-            }
+            K(ptiles)(t, y + o, a, p, b0, b1, out, n, mask);
         }
     }
     free(p);
