@@ -1109,9 +1109,14 @@ INLINE void K(qcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
 
 /* ---- column-packed kernels (below, one section per build) share this ---- */
 #define PC_R 4 /* activation rows per inner loop */
+#define PC_BLOCKS 16 /* blocks packed at a time: the pack stays in L1, rows loop over it */
 #if SIMD_512
+#define PC_N 16     /* outputs per packed tile: one per float lane */
+#define PC_VECS 10  /* per block: 8 vectors of codes, the scales, the mins */
 typedef __mmask16 K(PMask); /* the packed tile's outputs to store */
 #else
+#define PC_N 8       /* outputs per packed tile: one per float lane */
+#define PC_VECS 17   /* per block: 8 vectors of codes (Q8_0: |w|), the scales, Q8_0's 8 of w */
 typedef __m256i K(PMask);
 #endif
 INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int i0,
@@ -1131,10 +1136,43 @@ INLINE void K(ptiles)(DType t, float *y, const SimdActs *a, const VI *p, int b0,
     }
 }
 
+/* One block of PC_N outputs packed (per build, below): the first output's
+ * block at bb, output j's off[j] bytes from it. */
+INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, VI *dst);
+
+/* Where the PC_N outputs from o0 are read: their blocks, and the next
+ * tile's rows to ask for meanwhile. The next tile's rows are one contiguous
+ * run of memory: it is asked for in order, a share per block, while this
+ * one is packed. (Reading 16 rows side by side leaves memory streaming at
+ * half speed.) */
+typedef struct {
+    const uint8_t *base; /* block 0 of output o0 */
+    size_t bytes;        /* per block */
+    const char *ahead;
+    size_t lines, per;   /* lines of ahead in all, and per block */
+} K(PackSrc);
+
+/* off[j]: output j's row from base (the last one repeated past cols); the
+ * next tile's rows up to c1 (the rest is another thread's). */
+INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, int c1, K(PackSrc) *src, size_t *off) {
+    int nb = (int)(w->ne[0] / 32);
+    src->base = tensor_row(w, o0);
+    for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
+    src->bytes = K(q32_bytes)(t);
+    src->ahead = K(ahead)(w, o0 + PC_N, PC_N, c1, &src->lines);
+    src->per = (src->lines + nb - 1) / nb;
+}
+
+/* Block b packed into dst[PC_VECS], and its share of the next tile asked for. */
+INLINE void K(pack_at)(DType t, const K(PackSrc) *src, const size_t *off, int b, VI *dst) {
+    if (src->lines) { /* per is at most the lines of 16 blocks */
+        size_t line = (size_t)b * src->per;
+        K(ask)(src->ahead, src->lines, &line, src->per, (int)((PC_N * K(q32_bytes)(t) + 63) / 64));
+    }
+    K(pack_block)(t, src->base + (size_t)b * src->bytes, off, dst);
+}
+
 #if SIMD_512
-#define PC_N 16     /* outputs per packed tile: one per float lane */
-#define PC_BLOCKS 16 /* blocks packed at a time: the pack stays in L1, rows loop over it */
-#define PC_VECS 10  /* per block: 8 vectors of codes, the scales, the mins */
 /* ---- quantized weights, column-packed (AVX-512: Q8_0, Q4_0, Q4_1) ----
  * The kernels above give each output 16 float lanes and pay four vector
  * operations (dot product, convert, scale, add) per output and per 64
@@ -1225,36 +1263,6 @@ INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m512i
         dst[9] = _mm512_castps_si512(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_cvtph_ps(K(halves16)(blk, 2))));
 }
 
-/* Where the 16 outputs from o0 are read: their blocks, and the next tile's
- * rows to ask for meanwhile. The next tile's rows are one contiguous run of
- * memory: it is asked for in order, a share per block, while this one is
- * packed. (Reading 16 rows side by side leaves memory streaming at half speed.) */
-typedef struct {
-    const uint8_t *base; /* block 0 of output o0 */
-    size_t bytes;        /* per block */
-    const char *ahead;
-    size_t lines, per;   /* lines of ahead in all, and per block */
-} K(PackSrc);
-
-/* off[j]: output j's row from base (the last one repeated past cols). */
-INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, K(PackSrc) *src, size_t *off) {
-    int nb = (int)(w->ne[0] / 32);
-    src->base = tensor_row(w, o0);
-    for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
-    src->bytes = K(q32_bytes)(t);
-    src->ahead = K(ahead)(w, o0 + PC_N, PC_N, (int)w->ne[1], &src->lines);
-    src->per = (src->lines + nb - 1) / nb;
-}
-
-/* Block b packed into dst[PC_VECS], and its share of the next tile asked for. */
-INLINE void K(pack_at)(DType t, const K(PackSrc) *src, const size_t *off, int b, __m512i *dst) {
-    if (src->lines) { /* per is at most the lines of 16 blocks */
-        size_t line = (size_t)b * src->per;
-        K(ask)(src->ahead, src->lines, &line, src->per, (int)((PC_N * K(q32_bytes)(t) + 63) / 64));
-    }
-    K(pack_block)(t, src->base + (size_t)b * src->bytes, off, dst);
-}
-
 /* The 16 F16 values at p (a tile's scales, or Q4_1's mins) as floats. */
 INLINE __m512 K(tile_halves)(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 
@@ -1282,14 +1290,14 @@ INLINE void K(pack_tiles)(DType t, const Tensor *w, int o0, int b0, int b1, __m5
     }
 }
 
-INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int b0, int b1, __m512i *dst) {
+INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int c1, int b0, int b1, __m512i *dst) {
     if (w->tiles && o0 % PC_N == 0) {
         K(pack_tiles)(t, w, o0, b0, b1, dst);
         return;
     }
     K(PackSrc) src;
     size_t off[PC_N];
-    K(pack_src)(t, w, o0, cols, &src, off);
+    K(pack_src)(t, w, o0, cols, c1, &src, off);
     for (int b = b0; b < b1; b++, dst += PC_VECS) K(pack_at)(t, &src, off, b, dst);
 }
 
@@ -1587,7 +1595,7 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         __mmask16 mask = (__mmask16)((1u << cols) - 1);
         for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
             int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
-            K(pack)(t, w, o, cols, b0, b1, p);
+            K(pack)(t, w, o, cols, c1, b0, b1, p);
             K(ptiles)(t, y + o, a, p, b0, b1, out, n, mask);
         }
     }
@@ -1614,9 +1622,6 @@ PCOLS(q4_1, DT_Q4_1)
  * work is one update per output and per block, as AVX-512's K(pdot):
  *   acc = fma(w_scale * x_scale, (float)block_sum, acc)
  * The same for every n, so a row's result does not depend on its batch. */
-#define PC_N 8       /* outputs per packed tile: one per float lane */
-#define PC_BLOCKS 16 /* blocks packed at a time */
-#define PC_VECS 17   /* per block: 8 vectors of codes (Q8_0: |w|), the scales, Q8_0's 8 of w */
 
 /* The 16 bytes at blk[j] + at of 8 outputs as 4 vectors, vector g holding
  * bytes 4g..4g+3 of each output, outputs 0-3 in the lower half, 4-7 in the
@@ -1636,7 +1641,9 @@ INLINE void K(dwords)(const uint8_t *const *blk, int at, __m256i *u) {
 /* One block of 8 outputs, output j's at blk[j]. Vector g < 8 is dotted with
  * x's bytes 4g..4g+3: Q4_0's byte i holds element i (low nibble) and i + 16
  * (high), so its vectors 0-3 are the low nibbles and 4-7 the high ones. */
-INLINE void K(pack_block)(DType t, const uint8_t *const *blk, __m256i *dst) {
+INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m256i *dst) {
+    const uint8_t *blk[PC_N];
+    UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
     if (t == DT_Q8_0) {
         K(dwords)(blk, 2, dst + 9);
         K(dwords)(blk, 18, dst + 13);
@@ -1659,17 +1666,10 @@ INLINE void K(pack_block)(DType t, const uint8_t *const *blk, __m256i *dst) {
  * vectors a block (lanes past cols repeat the last output: never stored),
  * asking on the way for the next tile's rows, a share per block. */
 INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int c1, int b0, int b1, __m256i *dst) {
-    const uint8_t *blk[PC_N];
-    const size_t bytes = K(q32_bytes)(t);
-    int nb = (int)(w->ne[0] / 32);
-    size_t lines;
-    const char *ahead = K(ahead)(w, o0 + PC_N, PC_N, c1, &lines);
-    size_t per = (lines + (size_t)nb - 1) / (size_t)nb, line = (size_t)b0 * per;
-    for (int b = b0; b < b1; b++, dst += PC_VECS) {
-        if (lines) K(ask)(ahead, lines, &line, per, (int)((PC_N * bytes + 63) / 64));
-        UNROLL for (int j = 0; j < PC_N; j++) blk[j] = tensor_row(w, o0 + (j < cols ? j : cols - 1)) + (size_t)b * bytes;
-        K(pack_block)(t, blk, dst);
-    }
+    K(PackSrc) src;
+    size_t off[PC_N];
+    K(pack_src)(t, w, o0, cols, c1, &src, off);
+    for (int b = b0; b < b1; b++, dst += PC_VECS) K(pack_at)(t, &src, off, b, dst);
 }
 
 /* x's 4 bytes in every lane. */
@@ -1834,6 +1834,22 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
     int64_t out = w->ne[1];
     if (n == 1 && t == DT_Q8_0) { /* see K(q8_row) */
         K(q8_row)(y, a, w, c0, c1);
+        return;
+    }
+    if (n == 1) { /* Q4_0: each block packed into registers and used at once, the same operations */
+        for (int o = c0; o < c1; o += PC_N) {
+            int cols = c1 - o < PC_N ? c1 - o : PC_N;
+            K(PackSrc) src;
+            size_t off[PC_N];
+            K(pack_src)(t, w, o, cols, c1, &src, off);
+            __m256 acc = _mm256_setzero_ps();
+            for (int b = 0; b < nb; b++) {
+                __m256i pk[PC_VECS];
+                K(pack_at)(t, &src, off, b, pk);
+                K(pdot)(t, 1, &acc, a, pk, b, 0);
+            }
+            _mm256_maskstore_ps(y + o, _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), acc);
+        }
         return;
     }
     __m256i *p = K(scratch)(sizeof(__m256i) * PC_VECS * PC_BLOCKS);
