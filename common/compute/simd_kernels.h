@@ -1618,8 +1618,9 @@ PCOLS(q4_1, DT_Q4_1)
  * of a block add up exactly in 16 bits (at most 8 * 2 * 15 * 128 = 30720)
  * and one vpmaddwd a block brings each output's 32 products to an int32
  * lane; Q8_0 keeps |w| and puts w's signs on x (K(signed_w)), whose pairs
- * reach 2 * 128 * 127 (a file may hold -128) and are widened group by group. Either way the float
- * work is one update per output and per block, as AVX-512's K(pdot):
+ * reach 2 * 128 * 127 (a file may hold -128) and are widened group by
+ * group. Either way the float work is one update per output and per block,
+ * as AVX-512's K(pdot):
  *   acc = fma(w_scale * x_scale, (float)block_sum, acc)
  * The same for every n, so a row's result does not depend on its batch. */
 
@@ -1726,7 +1727,7 @@ INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, i
  * decode a fifth slower than the chunk kernels (its blocks are 34 bytes,
  * twice Q4_0's). So here the rows of the tile are read two by two: per
  * block the exact sum of its 32 products, 8 blocks reduced to one vector
- * (K(block_totals)), kept with the blocks' scales in rs. Then the 8 rows'
+ * (K(block_totals)), kept with the blocks' scales. Then the 8 rows'
  * vectors are turned around (K(turn8)), one vector per block with the 8
  * outputs in lanes, and the float update runs per block as K(pdot) does it:
  * the same integers and float operations in the same order, so the bits are
