@@ -11,7 +11,8 @@
  * once serves R rows, an activation vector loaded once serves C outputs. So
  * a batch of 16 and a batch of 1 give bitwise equal rows. (The kernels of
  * Q8_0 and Q4_0, and on AVX-512 Q4_1, K(pcols), give each output one lane of
- * a vector instead, updated once per block, in block order, for any batch.)
+ * a vector instead, updated once per block, in block order, for any batch;
+ * AVX2's IQ4_XS likewise once per super-block, in its tiles too.)
  *
  * Two kinds of dot products:
  *  - float weights (F32, F16, BF16): acc += w[k..k+N) * x[k..k+N) for each
@@ -31,7 +32,8 @@
  *    does: one activation scale per super-block of 256 (K(quantize_row_256)),
  *    so the integer lanes, already times the blocks' integer scales, run over
  *    the whole super-block, and the float update comes once per 256 weights
- *    (K(q4k_tile), K(s16_tile), K(iq4xs_tile)). */
+ *    (K(q4k_tile), K(s16_tile), K(iq4xs_tile); IQ4_XS with 8 rows or more:
+ *    K(iq4xs_pdot)). */
 
 #if SIMD_512
 #define VF __m512
@@ -978,6 +980,14 @@ INLINE void K(s16_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
     K(sb_store)(R, C, y, acc, w, i0, o0);
 }
 
+/* v[k] for k < 8: 8 int32 lanes each; out lane k: the sum of v[k]'s lanes. */
+INLINE __m256i K(block_totals)(const __m256i *v) {
+    __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67); /* per half: v0..v3, v4..v7 */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
 /* The 8 signed scales of an IQ4_XS super-block p as int16 (dtype_scale_iq4_xs's
  * layout): low 4 bits from the nibbles of bytes 4-7 (even scales low, odd
  * high), top 2 from bits 2k, 2k + 1 of the u16 at 2. */
@@ -997,14 +1007,17 @@ INLINE __m128i K(iq4xs_scales)(const uint8_t *p) {
 }
 
 /* y[i0 + r, o0 + c] for r < R, c < C, IQ4_XS weights: signed values from the
- * IQ4 table, |w| times x with w's sign (K(signed_w)), a signed scale per 32. */
+ * IQ4 table, |w| times x with w's sign (K(signed_w)), a signed scale per 32.
+ * Each output's super-block sum is brought to one integer, and the float
+ * update is one per output and super-block, as in K(iq4xs_pdot): lane
+ * r * C + c of acc is y[i0 + r, o0 + c]. */
+_Static_assert(SB_R * QT_C <= 8, "an IQ4_XS tile's outputs fit one vector");
 INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
                           const char *ahead, size_t lines) {
     const int nb = (int)(a->in / 32), nsb = nb / 8;
-    VF acc[SB_R][QT_C];
+    __m256 acc = _mm256_setzero_ps();
     const uint8_t *wr[QT_C];
     UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
     size_t per = i0 == 0 ? (lines + (size_t)nb - 1) / (size_t)nb : 0, line = 0;
     for (int sb = 0; sb < nsb; sb++) {
         __m256i scales[QT_C]; /* the 8 scales as int16, in both halves */
@@ -1012,8 +1025,8 @@ INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tenso
             const uint8_t *p = wr[c] + (size_t)sb * 136;
             scales[c] = _mm256_broadcastsi128_si256(K(iq4xs_scales)(p));
         }
-        __m256i sum[SB_R][QT_C];
-        UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) sum[r][c] = _mm256_setzero_si256();
+        __m256i sum[8]; /* sum[r * C + c] */
+        UNROLL for (int k = 0; k < 8; k++) sum[k] = _mm256_setzero_si256();
         UNROLL for (int j = 0; j < 8; j++) {
             if (per) K(ask)(ahead, lines, &line, per, C);
             __m256i wv[QT_C], u[QT_C], scale[QT_C];
@@ -1026,20 +1039,22 @@ INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tenso
                 VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)(8 * sb + j) * 32);
                 UNROLL for (int c = 0; c < C; c++) { /* |w| x: pairs up to 2 * 127 * 127, no saturation */
                     __m256i p16 = _mm256_maddubs_epi16(u[c], _mm256_sign_epi8(xq, wv[c]));
-                    sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(p16, scale[c]));
+                    sum[r * C + c] = _mm256_add_epi32(sum[r * C + c], _mm256_madd_epi16(p16, scale[c]));
                 }
             }
         }
+        float f[8] = {0}; /* w_d * x_d per lane */
         UNROLL for (int r = 0; r < R; r++) {
-            size_t row = (size_t)(i0 + r);
-            float xd = a->s[row * a->s_stride + (size_t)sb];
-            UNROLL for (int c = 0; c < C; c++) {
-                float d = K(f16)(wr[c] + (size_t)sb * 136);
-                acc[r][c] = VF_FMA(VF_SET1(d * xd), VF_FROM_INT(sum[r][c]), acc[r][c]);
-            }
+            float xd = a->s[(size_t)(i0 + r) * a->s_stride + (size_t)sb];
+            UNROLL for (int c = 0; c < C; c++) f[r * C + c] = K(f16)(wr[c] + (size_t)sb * 136) * xd;
         }
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(f), _mm256_cvtepi32_ps(K(block_totals)(sum)), acc);
     }
-    K(sb_store)(R, C, y, acc, w, i0, o0);
+    float o[8];
+    _mm256_storeu_ps(o, acc);
+    int64_t out = w->ne[1];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = o[r * C + c];
 }
 
 /* A tile of R rows for a type K(superblock_acts) names. */
@@ -1119,6 +1134,11 @@ typedef __mmask16 K(PMask); /* the packed tile's outputs to store */
 #define PC_VECS 17   /* per block: 8 vectors of codes (Q8_0: |w|), the scales, Q8_0's 8 of w */
 typedef __m256i K(PMask);
 #endif
+#define IQ_VECS (8 * 17 + 1) /* AVX2 IQ4_XS, per super-block: per block |w| (8), scales, w (8); then the d's */
+#define IQ_MIN_ROWS 8        /* AVX2 IQ4_XS: with fewer rows, K(iq4xs_tile) (the pack would not pay) */
+/* A packed unit: a block of 32, or a super-block of 256 for IQ4_XS (AVX2). */
+INLINE int K(pack_unit)(DType t) { return t == DT_IQ4_XS ? 256 : 32; }
+INLINE int K(pack_vecs)(DType t) { return t == DT_IQ4_XS ? IQ_VECS : PC_VECS; }
 INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int i0,
                      K(PMask) mask, bool first);
 
@@ -1155,10 +1175,10 @@ typedef struct {
 /* off[j]: output j's row from base (the last one repeated past cols); the
  * next tile's rows up to c1 (the rest is another thread's). */
 INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, int c1, K(PackSrc) *src, size_t *off) {
-    int nb = (int)(w->ne[0] / 32);
+    int nb = (int)(w->ne[0] / K(pack_unit)(t));
     src->base = tensor_row(w, o0);
     for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
-    src->bytes = K(q32_bytes)(t);
+    src->bytes = t == DT_IQ4_XS ? 136 : K(q32_bytes)(t);
     src->ahead = K(ahead)(w, o0 + PC_N, PC_N, c1, &src->lines);
     src->per = (src->lines + nb - 1) / nb;
 }
@@ -1167,7 +1187,7 @@ INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, int c1, K(Pa
 INLINE void K(pack_at)(DType t, const K(PackSrc) *src, const size_t *off, int b, VI *dst) {
     if (src->lines) { /* per is at most the lines of 16 blocks */
         size_t line = (size_t)b * src->per;
-        K(ask)(src->ahead, src->lines, &line, src->per, (int)((PC_N * K(q32_bytes)(t) + 63) / 64));
+        K(ask)(src->ahead, src->lines, &line, src->per, (int)((PC_N * src->bytes + 63) / 64));
     }
     K(pack_block)(t, src->base + (size_t)b * src->bytes, off, dst);
 }
@@ -1642,9 +1662,14 @@ INLINE void K(dwords)(const uint8_t *const *blk, int at, __m256i *u) {
 /* One block of 8 outputs, output j's at blk[j]. Vector g < 8 is dotted with
  * x's bytes 4g..4g+3: Q4_0's byte i holds element i (low nibble) and i + 16
  * (high), so its vectors 0-3 are the low nibbles and 4-7 the high ones. */
+INLINE void K(iq4xs_pack)(const uint8_t *const *blk, __m256i *dst);
 INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m256i *dst) {
     const uint8_t *blk[PC_N];
     UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
+    if (t == DT_IQ4_XS) {
+        K(iq4xs_pack)(blk, dst);
+        return;
+    }
     if (t == DT_Q8_0) {
         K(dwords)(blk, 2, dst + 9);
         K(dwords)(blk, 18, dst + 13);
@@ -1670,7 +1695,7 @@ INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int c1, int b0, 
     K(PackSrc) src;
     size_t off[PC_N];
     K(pack_src)(t, w, o0, cols, c1, &src, off);
-    for (int b = b0; b < b1; b++, dst += PC_VECS) K(pack_at)(t, &src, off, b, dst);
+    for (int b = b0; b < b1; b++, dst += K(pack_vecs)(t)) K(pack_at)(t, &src, off, b, dst);
 }
 
 /* x's 4 bytes in every lane. */
@@ -1680,8 +1705,14 @@ INLINE __m256i K(x4)(const int8_t *x) {
     return _mm256_set1_epi32(v);
 }
 
-/* Block b of packed p into acc[r], rows i0 .. i0 + R. */
+INLINE void K(iq4xs_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p, int sb, int i0);
+
+/* Block b (IQ4_XS: super-block b) of packed p into acc[r], rows i0 .. i0 + R. */
 INLINE void K(pdot)(DType t, int R, __m256 *acc, const SimdActs *a, const __m256i *p, int b, int i0) {
+    if (t == DT_IQ4_XS) {
+        K(iq4xs_pdot)(R, acc, a, p, b, i0);
+        return;
+    }
     __m256i sum[PC_R];
     const int8_t *x[PC_R];
     const __m256i ones = _mm256_set1_epi16(1);
@@ -1718,7 +1749,7 @@ INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, i
     __m256 acc[PC_R];
     UNROLL for (int r = 0; r < R; r++)
         acc[r] = first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + (size_t)(i0 + r) * out, mask);
-    for (int b = b0; b < b1; b++, p += PC_VECS) K(pdot)(t, R, acc, a, p, b, i0);
+    for (int b = b0; b < b1; b++, p += K(pack_vecs)(t)) K(pdot)(t, R, acc, a, p, b, i0);
     UNROLL for (int r = 0; r < R; r++) _mm256_maskstore_ps(y + (size_t)(i0 + r) * out, mask, acc[r]);
 }
 
@@ -1732,14 +1763,6 @@ INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, i
  * outputs in lanes, and the float update runs per block as K(pdot) does it:
  * the same integers and float operations in the same order, so the bits are
  * those of any batch. */
-
-/* v[k] for k < 8: 8 int32 lanes each; out lane k: the sum of v[k]'s lanes. */
-INLINE __m256i K(block_totals)(const __m256i *v) {
-    __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
-    __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
-    __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67); /* per half: v0..v3, v4..v7 */
-    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
-}
 
 /* 8 vectors of 8 lanes transposed in place: out[k] lane j = in[j] lane k. */
 INLINE void K(turn8)(__m256 *v) {
@@ -1853,18 +1876,74 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         }
         return;
     }
-    __m256i *p = K(scratch)(sizeof(__m256i) * PC_VECS * PC_BLOCKS);
+    int units = (int)(a->in / K(pack_unit)(t)), run = PC_BLOCKS * 32 / K(pack_unit)(t);
+    __m256i *p = K(scratch)(sizeof(__m256i) * (size_t)(K(pack_vecs)(t) * run));
     for (int o = c0; o < c1; o += PC_N) {
         int cols = c1 - o < PC_N ? c1 - o : PC_N;
         __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int b0 = 0; b0 < nb; b0 += PC_BLOCKS) {
-            int b1 = b0 + PC_BLOCKS < nb ? b0 + PC_BLOCKS : nb;
+        for (int b0 = 0; b0 < units; b0 += run) {
+            int b1 = b0 + run < units ? b0 + run : units;
             K(pack)(t, w, o, cols, c1, b0, b1, p);
             K(ptiles)(t, y + o, a, p, b0, b1, out, n, mask);
         }
     }
     free(p);
 }
+/* ---- IQ4_XS on AVX2, column-packed, for 8 rows or more ----
+ * K(iq4xs_tile) pays, per row, output and block, a sign, a product, a
+ * scaled widening and an add, and decodes its 2 weight rows again for every
+ * 4 activation rows. Here the super-blocks of 8 outputs are decoded once
+ * into a pack, as Q8_0's blocks are (|w| and w, by 4-byte groups), with
+ * each block's scale in both int16 halves of its output's lane, so that
+ * the widening multiplies by it. The super-block's integer sum is exact
+ * either way, and so is the float update, one per output and super-block:
+ *   acc = fma(w_d * x_d, (float)sum, acc)
+ * which K(iq4xs_tile) does lane by lane: the bits do not depend on the path. */
+
+/* The super-block of 8 outputs, output j's at blk[j], into dst[IQ_VECS]. */
+INLINE void K(iq4xs_pack)(const uint8_t *const *blk, __m256i *dst) {
+    int32_t sc[8][PC_N];
+    uint16_t h[PC_N];
+    UNROLL for (int k = 0; k < PC_N; k++) {
+        memcpy(&h[k], blk[k], 2);
+        for (int j = 0; j < 8; j++) sc[j][k] = (int32_t)((uint32_t)(uint16_t)dtype_scale_iq4_xs(j, blk[k]) * 0x10001u);
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    UNROLL for (int j = 0; j < 8; j++, dst += 17) { /* as Q4_0: groups 0-3 low nibbles, 4-7 high */
+        __m256i u[4];
+        K(dwords)(blk, 8 + 16 * j, u);
+        UNROLL for (int g = 0; g < 4; g++) {
+            dst[9 + g] = K(iq4_lookup)(_mm256_and_si256(u[g], m4));
+            dst[13 + g] = K(iq4_lookup)(_mm256_and_si256(_mm256_srli_epi16(u[g], 4), m4));
+        }
+        UNROLL for (int g = 0; g < 8; g++) dst[g] = _mm256_sign_epi8(dst[9 + g], dst[9 + g]);
+        dst[8] = _mm256_loadu_si256((const __m256i *)sc[j]);
+    }
+    dst[0] = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+}
+
+/* Super-block sb of packed p into acc[r], rows i0 .. i0 + R. Pairs reach
+ * 2 * 127 * 127, so each group is widened (times its block's scale) alone. */
+INLINE void K(iq4xs_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p, int sb, int i0) {
+    __m256i sum[PC_R];
+    const int8_t *x[PC_R];
+    UNROLL for (int r = 0; r < R; r++) {
+        x[r] = a->q + (size_t)(i0 + r) * a->q_stride + 256 * (size_t)sb;
+        sum[r] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 8; j++, p += 17)
+        UNROLL for (int g = 0; g < 8; g++)
+            UNROLL for (int r = 0; r < R; r++) {
+                __m256i xs = _mm256_sign_epi8(K(x4)(x[r] + 32 * j + 4 * g), p[9 + g]);
+                sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(p[g], xs), p[8]));
+            }
+    __m256 d = _mm256_castsi256_ps(p[0]);
+    UNROLL for (int r = 0; r < R; r++) {
+        __m256 xd = _mm256_set1_ps(a->s[(size_t)(i0 + r) * a->s_stride + (size_t)sb]);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(sum[r]), acc[r]);
+    }
+}
+
 static void K(pcols_q8_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(DT_Q8_0, y, a, w, c0, c1); }
 static void K(pcols_q4_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(DT_Q4_0, y, a, w, c0, c1); }
 #endif
@@ -1884,6 +1963,13 @@ QCOLS(q3_k, DT_Q3_K)
 QCOLS(q5_k, DT_Q5_K)
 QCOLS(q6_k, DT_Q6_K)
 QCOLS(iq4_xs, DT_IQ4_XS)
+#if !SIMD_512
+/* IQ4_XS: the pack with 8 rows or more, else the tiles; the same bits. */
+static void K(cols_iq4_xs)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
+    if (a->n >= IQ_MIN_ROWS) K(pcols)(DT_IQ4_XS, y, a, w, c0, c1);
+    else K(qcols_iq4_xs)(y, a, w, c0, c1);
+}
+#endif
 #undef QCOLS
 
 static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
@@ -1899,6 +1985,7 @@ static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0,
     case DT_Q8_0: K(pcols_q8_0)(y, a, w, c0, c1); break;
     case DT_Q4_0: K(pcols_q4_0)(y, a, w, c0, c1); break;
     case DT_Q4_1: K(qcols_q4_1)(y, a, w, c0, c1); break;
+    case DT_IQ4_XS: K(cols_iq4_xs)(y, a, w, c0, c1); break;
 #endif
     case DT_Q4_K: K(qcols_q4_k)(y, a, w, c0, c1); break;
     case DT_Q5_0: K(qcols_q5_0)(y, a, w, c0, c1); break;
@@ -1908,7 +1995,9 @@ static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0,
     case DT_Q3_K: K(qcols_q3_k)(y, a, w, c0, c1); break;
     case DT_Q5_K: K(qcols_q5_k)(y, a, w, c0, c1); break;
     case DT_Q6_K: K(qcols_q6_k)(y, a, w, c0, c1); break;
+#if SIMD_512
     case DT_IQ4_XS: K(qcols_iq4_xs)(y, a, w, c0, c1); break;
+#endif
     default: scalar_matmul_rows(y, a->x, w, a->n, c0, c1); break; /* loaders reject other types */
     }
 }
@@ -2153,6 +2242,8 @@ static const SimdKernels K(kernels_bf16) = {
 #undef PC_R
 #undef PC_BLOCKS
 #undef PC_VECS
+#undef IQ_VECS
+#undef IQ_MIN_ROWS
 #ifdef Q8_ROWS
 #undef Q8_ROWS
 #endif
