@@ -95,6 +95,10 @@
 
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")
+/* v stays one register at this point of a chain of integer adds. Exact sums
+ * may be regrouped, and the compiler turns a long chain into a tree that
+ * holds all of its products at once: they no longer fit the registers. */
+#define KEEP_CHAIN(v) __asm__("" : "+x"(v))
 
 /* Rows [from, min(from + count, end)) of w, the bytes a kernel asks for
  * ahead: where they start and how many 64-byte lines they cover (none past
@@ -828,8 +832,10 @@ INLINE void K(sb_block)(int R, int C, __m256i sum[][QT_C], const SimdActs *a, in
                         const __m256i *scale) {
     UNROLL for (int r = 0; r < R; r++) {
         VI xq = VI_LOAD(a->q + (size_t)(i0 + r) * a->q_stride + (size_t)blk * 32);
-        UNROLL for (int c = 0; c < C; c++)
+        UNROLL for (int c = 0; c < C; c++) {
             sum[r][c] = _mm256_add_epi32(sum[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(u[c], xq), scale[c]));
+            KEEP_CHAIN(sum[r][c]);
+        }
     }
 }
 
@@ -1040,6 +1046,7 @@ INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tenso
                 UNROLL for (int c = 0; c < C; c++) { /* |w| x: pairs up to 2 * 127 * 127, no saturation */
                     __m256i p16 = _mm256_maddubs_epi16(u[c], _mm256_sign_epi8(xq, wv[c]));
                     sum[r * C + c] = _mm256_add_epi32(sum[r * C + c], _mm256_madd_epi16(p16, scale[c]));
+                    KEEP_CHAIN(sum[r * C + c]);
                 }
             }
         }
@@ -1725,12 +1732,15 @@ INLINE void K(pdot)(DType t, int R, __m256 *acc, const SimdActs *a, const __m256
             UNROLL for (int r = 0; r < R; r++) {
                 __m256i xs = _mm256_sign_epi8(K(x4)(x[r] + 4 * g), p[9 + g]);
                 sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(p[g], xs), ones));
+                KEEP_CHAIN(sum[r]);
             }
     } else { /* 16-bit pairs, then one widening */
         UNROLL for (int g = 0; g < 4; g++) {
             UNROLL for (int r = 0; r < R; r++) sum[r] = _mm256_add_epi16(sum[r], _mm256_maddubs_epi16(p[g], K(x4)(x[r] + 4 * g)));
-            UNROLL for (int r = 0; r < R; r++)
+            UNROLL for (int r = 0; r < R; r++) {
                 sum[r] = _mm256_add_epi16(sum[r], _mm256_maddubs_epi16(p[g + 4], K(x4)(x[r] + 16 + 4 * g)));
+                KEEP_CHAIN(sum[r]);
+            }
         }
         UNROLL for (int r = 0; r < R; r++) sum[r] = _mm256_madd_epi16(sum[r], ones);
     }
@@ -1936,6 +1946,7 @@ INLINE void K(iq4xs_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *
             UNROLL for (int r = 0; r < R; r++) {
                 __m256i xs = _mm256_sign_epi8(K(x4)(x[r] + 32 * j + 4 * g), p[9 + g]);
                 sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(p[g], xs), p[8]));
+                KEEP_CHAIN(sum[r]);
             }
     __m256 d = _mm256_castsi256_ps(p[0]);
     UNROLL for (int r = 0; r < R; r++) {
@@ -2252,3 +2263,4 @@ static const SimdKernels K(kernels_bf16) = {
 #undef SIGNED_Q8_0
 #undef INLINE
 #undef UNROLL
+#undef KEEP_CHAIN
