@@ -852,17 +852,36 @@ INLINE void K(sb_store)(int R, int C, float *y, VF acc[][QT_C], const Tensor *w,
         UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = K(hsum)(acc[r][c]);
 }
 
+/* v[k] for k < 8: 8 int32 lanes each; out lane k: the sum of v[k]'s lanes. */
+INLINE __m256i K(block_totals)(const __m256i *v) {
+    __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+    __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+    __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67); /* per half: v0..v3, v4..v7 */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+/* The lanes of acc to y: lane r * C + c is y[i0 + r, o0 + c]. */
+_Static_assert(SB_R * QT_C <= 8, "a super-block tile's outputs fit one vector");
+INLINE void K(lanes_store)(int R, int C, float *y, __m256 acc, const Tensor *w, int i0, int o0) {
+    float o[8];
+    _mm256_storeu_ps(o, acc);
+    int64_t out = w->ne[1];
+    UNROLL for (int r = 0; r < R; r++)
+        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = o[r * C + c];
+}
+
 /* y[i0 + r, o0 + c] for r < R, c < C, Q4_K or Q5_K weights (Q5_K: the
- * same nibbles, and a fifth bit from qh). */
+ * same nibbles, and a fifth bit from qh). Each output's super-block sums
+ * are brought to one integer each, and the float updates are one per output
+ * and super-block, as in K(q4k_pdot): lane r * C + c of acc. */
 INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
                         const char *ahead, size_t lines) {
     const int nb = (int)(a->in / 32), nsb = nb / 8;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const size_t bytes = t == DT_Q5_K ? 176 : 144, codes = t == DT_Q5_K ? 48 : 16; /* Q5_K: qh[32] first */
-    VF acc[SB_R][QT_C];
+    __m256 acc = _mm256_setzero_ps(); /* lane r * C + c: y[i0 + r, o0 + c] */
     const uint8_t *wr[QT_C];
     UNROLL for (int c = 0; c < C; c++) wr[c] = tensor_row(w, o0 + c);
-    UNROLL for (int r = 0; r < R; r++) UNROLL for (int c = 0; c < C; c++) acc[r][c] = VF_ZERO();
     size_t per = i0 == 0 ? (lines + (size_t)nb - 1) / (size_t)nb : 0, line = 0;
     for (int sb = 0; sb < nsb; sb++) {
         uint8_t sc[QT_C][8], mn[QT_C][8];
@@ -892,6 +911,9 @@ INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
                 K(sb_block)(R, C, sum, a, i0, 8 * sb + j, u, scale);
             }
         }
+        __m256i tot[8], mtot[8]; /* [r * C + c]: the sums, and the mins x the activations' sums */
+        float fd[8] = {0}, fm[8] = {0};
+        UNROLL for (int k = 0; k < 8; k++) tot[k] = mtot[k] = _mm256_setzero_si256();
         UNROLL for (int r = 0; r < R; r++) {
             float xd;
             __m256i bsum = K(sb_sums)(a, i0 + r, sb, &xd);
@@ -899,13 +921,16 @@ INLINE void K(q4k_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
                 const uint8_t *p = wr[c] + (size_t)sb * bytes;
                 __m128i m8 = _mm_loadl_epi64((const __m128i *)mn[c]);
                 __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m8, m8)); /* min j under both 16s of block j */
-                __m256i msum = _mm256_madd_epi16(mins, bsum);                      /* lane j: block j's min x sum */
-                acc[r][c] = VF_FMA(VF_SET1(K(f16)(p) * xd), VF_FROM_INT(sum[r][c]), acc[r][c]);
-                acc[r][c] = VF_FNMA(VF_SET1(K(f16)(p + 2) * xd), VF_FROM_INT(msum), acc[r][c]);
+                tot[r * C + c] = sum[r][c];
+                mtot[r * C + c] = _mm256_madd_epi16(mins, bsum); /* lane j: block j's min x sum */
+                fd[r * C + c] = K(f16)(p) * xd;
+                fm[r * C + c] = K(f16)(p + 2) * xd;
             }
         }
+        acc = _mm256_fmadd_ps(_mm256_loadu_ps(fd), _mm256_cvtepi32_ps(K(block_totals)(tot)), acc);
+        acc = _mm256_fnmadd_ps(_mm256_loadu_ps(fm), _mm256_cvtepi32_ps(K(block_totals)(mtot)), acc);
     }
-    K(sb_store)(R, C, y, acc, w, i0, o0);
+    K(lanes_store)(R, C, y, acc, w, i0, o0);
 }
 
 /* The 16 signed scales of a Q3_K super-block as int16, from its 12 bytes at
@@ -986,14 +1011,6 @@ INLINE void K(s16_tile)(DType t, int R, int C, float *y, const SimdActs *a, cons
     K(sb_store)(R, C, y, acc, w, i0, o0);
 }
 
-/* v[k] for k < 8: 8 int32 lanes each; out lane k: the sum of v[k]'s lanes. */
-INLINE __m256i K(block_totals)(const __m256i *v) {
-    __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
-    __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
-    __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67); /* per half: v0..v3, v4..v7 */
-    return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20), _mm256_permute2x128_si256(q0, q1, 0x31));
-}
-
 /* The 8 signed scales of an IQ4_XS super-block p as int16 (dtype_scale_iq4_xs's
  * layout): low 4 bits from the nibbles of bytes 4-7 (even scales low, odd
  * high), top 2 from bits 2k, 2k + 1 of the u16 at 2. */
@@ -1017,7 +1034,6 @@ INLINE __m128i K(iq4xs_scales)(const uint8_t *p) {
  * Each output's super-block sum is brought to one integer, and the float
  * update is one per output and super-block, as in K(iq4xs_pdot): lane
  * r * C + c of acc is y[i0 + r, o0 + c]. */
-_Static_assert(SB_R * QT_C <= 8, "an IQ4_XS tile's outputs fit one vector");
 INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tensor *w, int i0, int o0,
                           const char *ahead, size_t lines) {
     const int nb = (int)(a->in / 32), nsb = nb / 8;
@@ -1057,11 +1073,7 @@ INLINE void K(iq4xs_tile)(int R, int C, float *y, const SimdActs *a, const Tenso
         }
         acc = _mm256_fmadd_ps(_mm256_loadu_ps(f), _mm256_cvtepi32_ps(K(block_totals)(sum)), acc);
     }
-    float o[8];
-    _mm256_storeu_ps(o, acc);
-    int64_t out = w->ne[1];
-    UNROLL for (int r = 0; r < R; r++)
-        UNROLL for (int c = 0; c < C; c++) y[(size_t)(i0 + r) * out + o0 + c] = o[r * C + c];
+    K(lanes_store)(R, C, y, acc, w, i0, o0);
 }
 
 /* A tile of R rows for a type K(superblock_acts) names. */
@@ -1142,10 +1154,13 @@ typedef __mmask16 K(PMask); /* the packed tile's outputs to store */
 typedef __m256i K(PMask);
 #endif
 #define IQ_VECS (8 * 17 + 1) /* AVX2 IQ4_XS, per super-block: per block |w| (8), scales, w (8); then the d's */
-#define IQ_MIN_ROWS 8        /* AVX2 IQ4_XS: with fewer rows, K(iq4xs_tile) (the pack would not pay) */
-/* A packed unit: a block of 32, or a super-block of 256 for IQ4_XS (AVX2). */
-INLINE int K(pack_unit)(DType t) { return t == DT_IQ4_XS ? 256 : 32; }
-INLINE int K(pack_vecs)(DType t) { return t == DT_IQ4_XS ? IQ_VECS : PC_VECS; }
+#define K4_VECS (8 * 10 + 2) /* AVX2 Q4_K, per super-block: per block codes (8), scales, mins; the d's, dmins */
+#define SB_MIN_ROWS 8        /* AVX2 IQ4_XS, Q4_K: with fewer rows, their tiles (the pack would not pay) */
+/* A packed unit: a block of 32, or on AVX2 a super-block of 256 for IQ4_XS
+ * and Q4_K; its vectors in the pack, and its bytes in a row. */
+INLINE int K(pack_unit)(DType t) { return t == DT_IQ4_XS || t == DT_Q4_K ? 256 : 32; }
+INLINE int K(pack_vecs)(DType t) { return t == DT_IQ4_XS ? IQ_VECS : t == DT_Q4_K ? K4_VECS : PC_VECS; }
+INLINE size_t K(pack_bytes)(DType t) { return t == DT_IQ4_XS ? 136 : t == DT_Q4_K ? 144 : K(q32_bytes)(t); }
 INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int i0,
                      K(PMask) mask, bool first);
 
@@ -1185,7 +1200,7 @@ INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, int c1, K(Pa
     int nb = (int)(w->ne[0] / K(pack_unit)(t));
     src->base = tensor_row(w, o0);
     for (int j = 0; j < PC_N; j++) off[j] = (size_t)(j < cols ? j : cols - 1) * w->row_bytes;
-    src->bytes = t == DT_IQ4_XS ? 136 : K(q32_bytes)(t);
+    src->bytes = K(pack_bytes)(t);
     src->ahead = K(ahead)(w, o0 + PC_N, PC_N, c1, &src->lines);
     src->per = (src->lines + nb - 1) / nb;
 }
@@ -1670,11 +1685,13 @@ INLINE void K(dwords)(const uint8_t *const *blk, int at, __m256i *u) {
  * x's bytes 4g..4g+3: Q4_0's byte i holds element i (low nibble) and i + 16
  * (high), so its vectors 0-3 are the low nibbles and 4-7 the high ones. */
 INLINE void K(iq4xs_pack)(const uint8_t *const *blk, __m256i *dst);
+INLINE void K(q4k_pack)(const uint8_t *const *blk, __m256i *dst);
 INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m256i *dst) {
     const uint8_t *blk[PC_N];
     UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
-    if (t == DT_IQ4_XS) {
-        K(iq4xs_pack)(blk, dst);
+    if (t == DT_IQ4_XS || t == DT_Q4_K) {
+        if (t == DT_IQ4_XS) K(iq4xs_pack)(blk, dst);
+        else K(q4k_pack)(blk, dst);
         return;
     }
     if (t == DT_Q8_0) {
@@ -1713,11 +1730,13 @@ INLINE __m256i K(x4)(const int8_t *x) {
 }
 
 INLINE void K(iq4xs_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p, int sb, int i0);
+INLINE void K(q4k_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p, int sb, int i0);
 
-/* Block b (IQ4_XS: super-block b) of packed p into acc[r], rows i0 .. i0 + R. */
+/* Block b (IQ4_XS, Q4_K: super-block b) of packed p into acc[r], rows i0 .. i0 + R. */
 INLINE void K(pdot)(DType t, int R, __m256 *acc, const SimdActs *a, const __m256i *p, int b, int i0) {
-    if (t == DT_IQ4_XS) {
-        K(iq4xs_pdot)(R, acc, a, p, b, i0);
+    if (t == DT_IQ4_XS || t == DT_Q4_K) {
+        if (t == DT_IQ4_XS) K(iq4xs_pdot)(R, acc, a, p, b, i0);
+        else K(q4k_pdot)(R, acc, a, p, b, i0);
         return;
     }
     __m256i sum[PC_R];
@@ -1955,6 +1974,79 @@ INLINE void K(iq4xs_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *
     }
 }
 
+/* ---- Q4_K on AVX2, column-packed, for 8 rows or more ----
+ * As IQ4_XS: 8 outputs' super-blocks decoded once into a pack, each
+ * block's scale and min in both int16 halves of its output's lane. The
+ * codes are at most 15, so a block's 8 groups add up exactly in 16 bits,
+ * as Q4_0's, and one vpmaddwd per block multiplies by the scale. The
+ * super-block's two integer sums are K(q4k_tile)'s, and so are the float
+ * updates, one pair per output and super-block:
+ *   acc = fma(d * x_d, (float)sum, acc); acc = fnma(dmin * x_d, (float)msum, acc) */
+
+/* The super-block of 8 outputs, output j's at blk[j], into dst[K4_VECS]. */
+INLINE void K(q4k_pack)(const uint8_t *const *blk, __m256i *dst) {
+    int32_t sc[8][PC_N], mn[8][PC_N];
+    uint16_t h[2][PC_N];
+    UNROLL for (int k = 0; k < PC_N; k++) {
+        uint8_t s8[8], m8[8];
+        K(k4_scales_mins)(blk[k] + 4, s8, m8);
+        for (int j = 0; j < 8; j++) {
+            sc[j][k] = (int32_t)s8[j] * 0x10001;
+            mn[j][k] = (int32_t)m8[j] * 0x10001;
+        }
+        memcpy(&h[0][k], blk[k], 2);
+        memcpy(&h[1][k], blk[k] + 2, 2);
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    UNROLL for (int k = 0; k < 4; k++, dst += 20) { /* blocks 2k (low nibbles) and 2k + 1 (high) */
+        __m256i u[8];
+        K(dwords)(blk, 16 + 32 * k, u);
+        K(dwords)(blk, 32 + 32 * k, u + 4);
+        UNROLL for (int g = 0; g < 8; g++) {
+            dst[g] = _mm256_and_si256(u[g], m4);
+            dst[10 + g] = _mm256_and_si256(_mm256_srli_epi16(u[g], 4), m4);
+        }
+        dst[8] = _mm256_loadu_si256((const __m256i *)sc[2 * k]);
+        dst[9] = _mm256_loadu_si256((const __m256i *)mn[2 * k]);
+        dst[18] = _mm256_loadu_si256((const __m256i *)sc[2 * k + 1]);
+        dst[19] = _mm256_loadu_si256((const __m256i *)mn[2 * k + 1]);
+    }
+    dst[0] = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h[0])));
+    dst[1] = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h[1])));
+}
+
+/* Super-block sb of packed p into acc[r], rows i0 .. i0 + R. */
+INLINE void K(q4k_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p, int sb, int i0) {
+    __m256i sum[PC_R], msum[PC_R];
+    const int8_t *x[PC_R];
+    const int16_t *xs[PC_R]; /* the 16 sums of 16 activations */
+    UNROLL for (int r = 0; r < R; r++) {
+        x[r] = a->q + (size_t)(i0 + r) * a->q_stride + 256 * (size_t)sb;
+        xs[r] = (const int16_t *)(a->c + (size_t)(i0 + r) * a->s_stride) + 16 * sb;
+        sum[r] = msum[r] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 8; j++, p += 10) {
+        __m256i s16[PC_R];
+        UNROLL for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
+        UNROLL for (int g = 0; g < 8; g++)
+            UNROLL for (int r = 0; r < R; r++) {
+                s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(p[g], K(x4)(x[r] + 32 * j + 4 * g)));
+                KEEP_CHAIN(s16[r]);
+            }
+        UNROLL for (int r = 0; r < R; r++) {
+            sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(s16[r], p[8]));
+            /* the block's two sums of 16 side by side, times its min in both halves */
+            msum[r] = _mm256_add_epi32(msum[r], _mm256_madd_epi16(p[9], K(x4)((const int8_t *)(xs[r] + 2 * j))));
+        }
+    }
+    __m256 d = _mm256_castsi256_ps(p[0]), dmin = _mm256_castsi256_ps(p[1]);
+    UNROLL for (int r = 0; r < R; r++) {
+        __m256 xd = _mm256_set1_ps(a->s[(size_t)(i0 + r) * a->s_stride + (size_t)sb]);
+        acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(sum[r]), acc[r]);
+        acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, xd), _mm256_cvtepi32_ps(msum[r]), acc[r]);
+    }
+}
+
 static void K(pcols_q8_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(DT_Q8_0, y, a, w, c0, c1); }
 static void K(pcols_q4_0)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) { K(pcols)(DT_Q4_0, y, a, w, c0, c1); }
 #endif
@@ -1975,10 +2067,14 @@ QCOLS(q5_k, DT_Q5_K)
 QCOLS(q6_k, DT_Q6_K)
 QCOLS(iq4_xs, DT_IQ4_XS)
 #if !SIMD_512
-/* IQ4_XS: the pack with 8 rows or more, else the tiles; the same bits. */
+/* IQ4_XS and Q4_K: the pack with 8 rows or more, else the tiles; the same bits. */
 static void K(cols_iq4_xs)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
-    if (a->n >= IQ_MIN_ROWS) K(pcols)(DT_IQ4_XS, y, a, w, c0, c1);
+    if (a->n >= SB_MIN_ROWS) K(pcols)(DT_IQ4_XS, y, a, w, c0, c1);
     else K(qcols_iq4_xs)(y, a, w, c0, c1);
+}
+static void K(cols_q4_k)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
+    if (a->n >= SB_MIN_ROWS) K(pcols)(DT_Q4_K, y, a, w, c0, c1);
+    else K(qcols_q4_k)(y, a, w, c0, c1);
 }
 #endif
 #undef QCOLS
@@ -1997,8 +2093,11 @@ static void K(matmul_cols)(float *y, const SimdActs *a, const Tensor *w, int c0,
     case DT_Q4_0: K(pcols_q4_0)(y, a, w, c0, c1); break;
     case DT_Q4_1: K(qcols_q4_1)(y, a, w, c0, c1); break;
     case DT_IQ4_XS: K(cols_iq4_xs)(y, a, w, c0, c1); break;
+    case DT_Q4_K: K(cols_q4_k)(y, a, w, c0, c1); break;
 #endif
+#if SIMD_512
     case DT_Q4_K: K(qcols_q4_k)(y, a, w, c0, c1); break;
+#endif
     case DT_Q5_0: K(qcols_q5_0)(y, a, w, c0, c1); break;
     case DT_Q5_1: K(qcols_q5_1)(y, a, w, c0, c1); break;
     case DT_IQ4_NL: K(qcols_iq4_nl)(y, a, w, c0, c1); break;
@@ -2254,7 +2353,8 @@ static const SimdKernels K(kernels_bf16) = {
 #undef PC_BLOCKS
 #undef PC_VECS
 #undef IQ_VECS
-#undef IQ_MIN_ROWS
+#undef K4_VECS
+#undef SB_MIN_ROWS
 #ifdef Q8_ROWS
 #undef Q8_ROWS
 #endif
