@@ -12,7 +12,8 @@
  * a batch of 16 and a batch of 1 give bitwise equal rows. (The kernels of
  * Q8_0 and Q4_0, and on AVX-512 Q4_1, K(pcols), give each output one lane of
  * a vector instead, updated once per block, in block order, for any batch;
- * AVX2's IQ4_XS likewise once per super-block, in its tiles too.)
+ * AVX2's IQ4_XS, Q4_K and Q5_K likewise once per super-block, in the tiles
+ * too.)
  *
  * Two kinds of dot products:
  *  - float weights (F32, F16, BF16): acc += w[k..k+N) * x[k..k+N) for each
@@ -32,8 +33,8 @@
  *    does: one activation scale per super-block of 256 (K(quantize_row_256)),
  *    so the integer lanes, already times the blocks' integer scales, run over
  *    the whole super-block, and the float update comes once per 256 weights
- *    (K(q4k_tile), K(s16_tile), K(iq4xs_tile); IQ4_XS with 8 rows or more:
- *    K(iq4xs_pdot)). */
+ *    (K(q4k_tile), K(s16_tile), K(iq4xs_tile); IQ4_XS and Q4_K with 8 rows
+ *    or more: K(iq4xs_pdot), K(q4k_pdot)). */
 
 #if SIMD_512
 #define VF __m512
