@@ -91,7 +91,8 @@
  * buffer for all row tiles (K(qcols_tile)); found by measuring, like
  * TILES_AHEAD. The backend tests' batches of 1 to 16 rows run both ways.
  * (Not the super-block types of AVX2, K(superblock_acts): their tiles
- * unpack the weights on the way for any batch.) */
+ * unpack the weights on the way, and IQ4_XS and Q4_K with SB_MIN_ROWS rows
+ * or more go to the column-packed kernels instead.) */
 #define QPRE_ROWS 16
 
 #define INLINE static inline __attribute__((always_inline))
@@ -300,8 +301,10 @@ INLINE bool K(has_min)(DType t) {
     return t == DT_Q4_1 || t == DT_Q5_1 || t == DT_Q2_K || t == DT_Q4_K || t == DT_Q5_K;
 }
 
-/* The types whose kernels pack an output per float lane (K(pcols)): their
- * activation rows carry whole-block sums, not per-lane ones. */
+/* The types whose kernels pack an output per float lane (K(pcols)) for
+ * blocks of 32: their activation rows carry whole-block sums, not per-lane
+ * ones. (AVX2's IQ4_XS and Q4_K pack super-blocks; their activations are
+ * K(quantize_row_256)'s.) */
 INLINE bool K(packed)(DType t) { return t == DT_Q8_0 || t == DT_Q4_0 || (SIMD_512 && t == DT_Q4_1); }
 
 /* AVX2 has no unsigned x signed dot product that cannot overflow for u up to
@@ -801,13 +804,14 @@ INLINE void K(qtile)(DType t, int R, int C, float *y, const SimdActs *a, const T
 #if !SIMD_512
 /* Q4_K on AVX2 sums whole super-blocks in integers, as llama.cpp does: per
  * 32-block the 32 products go into 8 int32 lanes times the block's 6-bit
- * scale (all exact), and only per super-block of 256 does float work
- * happen, two updates of the output's accumulator:
- *   acc += (d * x_d) * lanes,   acc -= (dmin * x_d) * (mins . x_block_sums)
+ * scale (all exact), the lanes are added into one integer per output, and
+ * only per super-block of 256 does float work happen, two updates of the
+ * output's lane:
+ *   acc += (d * x_d) * sum,   acc -= (dmin * x_d) * (mins . x_block_sums)
  * That needs one activation scale x_d per super-block (K(quantize_row_256))
- * instead of one per block: a third of the float work of K(qtile)'s
- * per-block updates. Each output's operations and their order are the same
- * in every tile and for any batch, so the rule holds. */
+ * instead of one per block. Each output's operations and their order are
+ * the same in every tile, in the packed kernel (K(q4k_pdot)) and for any
+ * batch, so the rule holds. */
 
 /* The 8 scales and 8 mins of a Q4_K super-block, from the 12 bytes at p
  * (dtype_scale_min_k4's layout, four at a time): scales 0-3 and mins 0-3 are
@@ -1159,9 +1163,10 @@ typedef __m256i K(PMask);
 #define SB_MIN_ROWS 8        /* AVX2 IQ4_XS, Q4_K: with fewer rows, their tiles (the pack would not pay) */
 /* A packed unit: a block of 32, or on AVX2 a super-block of 256 for IQ4_XS
  * and Q4_K; its vectors in the pack, and its bytes in a row. */
-INLINE int K(pack_unit)(DType t) { return t == DT_IQ4_XS || t == DT_Q4_K ? 256 : 32; }
-INLINE int K(pack_vecs)(DType t) { return t == DT_IQ4_XS ? IQ_VECS : t == DT_Q4_K ? K4_VECS : PC_VECS; }
-INLINE size_t K(pack_bytes)(DType t) { return t == DT_IQ4_XS ? 136 : t == DT_Q4_K ? 144 : K(q32_bytes)(t); }
+INLINE bool K(sb_packed)(DType t) { return !SIMD_512 && (t == DT_IQ4_XS || t == DT_Q4_K); }
+INLINE int K(pack_unit)(DType t) { return K(sb_packed)(t) ? 256 : 32; }
+INLINE int K(pack_vecs)(DType t) { return !K(sb_packed)(t) ? PC_VECS : t == DT_IQ4_XS ? IQ_VECS : K4_VECS; }
+INLINE size_t K(pack_bytes)(DType t) { return !K(sb_packed)(t) ? K(q32_bytes)(t) : t == DT_IQ4_XS ? 136 : 144; }
 INLINE void K(ptile)(DType t, int R, float *y, const SimdActs *a, const VI *p, int b0, int b1, int64_t out, int i0,
                      K(PMask) mask, bool first);
 
@@ -1183,16 +1188,16 @@ INLINE void K(ptiles)(DType t, float *y, const SimdActs *a, const VI *p, int b0,
  * block at bb, output j's off[j] bytes from it. */
 INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, VI *dst);
 
-/* Where the PC_N outputs from o0 are read: their blocks, and the next
- * tile's rows to ask for meanwhile. The next tile's rows are one contiguous
- * run of memory: it is asked for in order, a share per block, while this
- * one is packed. (Reading 16 rows side by side leaves memory streaming at
- * half speed.) */
+/* Where the PC_N outputs from o0 are read: their packed units (blocks, or
+ * K(sb_packed)'s super-blocks), and the next tile's rows to ask for
+ * meanwhile. The next tile's rows are one contiguous run of memory: it is
+ * asked for in order, a share per unit, while this one is packed. (Reading
+ * 16 rows side by side leaves memory streaming at half speed.) */
 typedef struct {
-    const uint8_t *base; /* block 0 of output o0 */
-    size_t bytes;        /* per block */
+    const uint8_t *base; /* unit 0 of output o0 */
+    size_t bytes;        /* per unit */
     const char *ahead;
-    size_t lines, per;   /* lines of ahead in all, and per block */
+    size_t lines, per;   /* lines of ahead in all, and per unit */
 } K(PackSrc);
 
 /* off[j]: output j's row from base (the last one repeated past cols); the
@@ -1206,11 +1211,12 @@ INLINE void K(pack_src)(DType t, const Tensor *w, int o0, int cols, int c1, K(Pa
     src->per = (src->lines + nb - 1) / nb;
 }
 
-/* Block b packed into dst[PC_VECS], and its share of the next tile asked for. */
+/* Unit b packed into dst[K(pack_vecs)(t)], and its share of the next tile
+ * asked for (a count fixed by the type: K(ask) unrolls it). */
 INLINE void K(pack_at)(DType t, const K(PackSrc) *src, const size_t *off, int b, VI *dst) {
-    if (src->lines) { /* per is at most the lines of 16 blocks */
+    if (src->lines) { /* per is at most the lines of PC_N units */
         size_t line = (size_t)b * src->per;
-        K(ask)(src->ahead, src->lines, &line, src->per, (int)((PC_N * src->bytes + 63) / 64));
+        K(ask)(src->ahead, src->lines, &line, src->per, (int)((PC_N * K(pack_bytes)(t) + 63) / 64));
     }
     K(pack_block)(t, src->base + (size_t)b * src->bytes, off, dst);
 }
@@ -1682,15 +1688,17 @@ INLINE void K(dwords)(const uint8_t *const *blk, int at, __m256i *u) {
     u[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-/* One block of 8 outputs, output j's at blk[j]. Vector g < 8 is dotted with
- * x's bytes 4g..4g+3: Q4_0's byte i holds element i (low nibble) and i + 16
- * (high), so its vectors 0-3 are the low nibbles and 4-7 the high ones. */
 INLINE void K(iq4xs_pack)(const uint8_t *const *blk, __m256i *dst);
 INLINE void K(q4k_pack)(const uint8_t *const *blk, __m256i *dst);
+
+/* One block of 8 outputs, output j's at blk[j]. Vector g < 8 is dotted with
+ * x's bytes 4g..4g+3: Q4_0's byte i holds element i (low nibble) and i + 16
+ * (high), so its vectors 0-3 are the low nibbles and 4-7 the high ones.
+ * (IQ4_XS and Q4_K: a super-block, below.) */
 INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m256i *dst) {
     const uint8_t *blk[PC_N];
     UNROLL for (int j = 0; j < PC_N; j++) blk[j] = bb + off[j];
-    if (t == DT_IQ4_XS || t == DT_Q4_K) {
+    if (K(sb_packed)(t)) {
         if (t == DT_IQ4_XS) K(iq4xs_pack)(blk, dst);
         else K(q4k_pack)(blk, dst);
         return;
@@ -1713,9 +1721,9 @@ INLINE void K(pack_block)(DType t, const uint8_t *bb, const size_t *off, __m256i
     dst[8] = _mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
 }
 
-/* Blocks [b0, b1) of outputs [o0, o0 + cols) packed into dst, PC_VECS
- * vectors a block (lanes past cols repeat the last output: never stored),
- * asking on the way for the next tile's rows, a share per block. */
+/* Units [b0, b1) of outputs [o0, o0 + cols) packed into dst,
+ * K(pack_vecs)(t) vectors a unit (lanes past cols repeat the last output:
+ * never stored), asking on the way for the next tile's rows, a share per unit. */
 INLINE void K(pack)(DType t, const Tensor *w, int o0, int cols, int c1, int b0, int b1, __m256i *dst) {
     K(PackSrc) src;
     size_t off[PC_N];
@@ -1735,7 +1743,7 @@ INLINE void K(q4k_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p,
 
 /* Block b (IQ4_XS, Q4_K: super-block b) of packed p into acc[r], rows i0 .. i0 + R. */
 INLINE void K(pdot)(DType t, int R, __m256 *acc, const SimdActs *a, const __m256i *p, int b, int i0) {
-    if (t == DT_IQ4_XS || t == DT_Q4_K) {
+    if (K(sb_packed)(t)) {
         if (t == DT_IQ4_XS) K(iq4xs_pdot)(R, acc, a, p, b, i0);
         else K(q4k_pdot)(R, acc, a, p, b, i0);
         return;
@@ -1882,7 +1890,8 @@ INLINE void K(q8_row)(float *y, const SimdActs *a, const Tensor *w, int c0, int 
 }
 
 /* Outputs [c0, c1) for every row: per tile of 8 outputs, per run of
- * PC_BLOCKS blocks, pack once, then every row tile reads the pack. */
+ * PC_BLOCKS blocks (2 super-blocks), pack once, then every row tile reads
+ * the pack. One row takes its own paths, for blocks of 32 only. */
 INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int nb = (int)(a->in / 32), n = a->n;
     int64_t out = w->ne[1];
@@ -1890,7 +1899,7 @@ INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int 
         K(q8_row)(y, a, w, c0, c1);
         return;
     }
-    if (n == 1) { /* Q4_0: each block packed into registers and used at once, the same operations */
+    if (n == 1 && !K(sb_packed)(t)) { /* Q4_0: each block packed into registers and used at once, the same operations */
         for (int o = c0; o < c1; o += PC_N) {
             int cols = c1 - o < PC_N ? c1 - o : PC_N;
             K(PackSrc) src;

@@ -222,6 +222,7 @@ TEST(backend_matmul_long_rows_and_big_batches) {
     static const TypeCase LONG[] = {
         {DT_F32, 1040, 1e-5}, {DT_F16, 1040, 1e-5},  {DT_BF16, 1040, 1e-5}, {DT_Q8_0, 1056, 5e-3},
         {DT_Q4_0, 1056, 5e-3}, {DT_Q4_1, 1056, 5e-3}, {DT_Q4_K, 1280, 5e-3}, {DT_Q6_K, 1280, 5e-3},
+        {DT_IQ4_XS, 1280, 5e-3},
     };
     const int sizes[] = {1, 2, 3, 5, 8, 17, 40}, big = 40, out = 53;
     const SimdKernels *ks[4];
@@ -262,27 +263,40 @@ TEST(backend_matmul_long_rows_and_big_batches) {
     backend_free(scalar);
 }
 
-/* The integer sums at their largest: Q4_0 codes of 15 against activations
- * all near +127 (AVX2 adds a block's 8 groups of pairs in 16 bits: at most
- * 30480), and Q8_0 weights of -128, which the quantizer never writes but a
- * file may hold (|w| is then 128 in an unsigned byte). Close to scalar and
- * the same bits in every batch, for every build. */
+/* Row o's blocks of type t at the extremes the test below names (the
+ * first 2 bytes, the scale d, stay as made). */
+static void extreme_row(DType t, uint8_t *row, int in, int o) {
+    const size_t bytes = t == DT_Q4_0 ? 18 : t == DT_Q8_0 ? 34 : t == DT_Q4_K ? 144 : 136;
+    const int per = t == DT_Q4_0 || t == DT_Q8_0 ? 32 : 256;
+    for (int b = 0; b < in / per; b++) {
+        uint8_t *p = row + (size_t)b * bytes;
+        for (size_t k = 2; k < bytes; k++)
+            if (t == DT_Q4_0) p[k] = 0xFF;
+            else if (t == DT_Q8_0 && (k % 3 == 0 || o % 2 == 0)) p[k] = 0x80;
+            else if (t == DT_Q4_K && k >= 4) p[k] = 0xFF; /* scales and mins 63, codes 15 */
+            else if (t == DT_IQ4_XS) p[k] = 0;           /* scales -32, codes 0: -127 */
+    }
+}
+
+/* The integer sums at their largest, against activations all near +127:
+ * Q4_0 and Q4_K codes of 15 (AVX2 adds a block's 8 groups of pairs in 16
+ * bits: at most 30480), Q4_K's scales and mins of 63, IQ4_XS's -127 under a
+ * scale of -32 (pairs of 2 x 127 x 127), and Q8_0 weights of -128, which the
+ * quantizer never writes but a file may hold (|w| is then 128 in an
+ * unsigned byte). Close to scalar and the same bits in every batch, for
+ * every build. */
 TEST(backend_matmul_extreme_codes) {
     const SimdKernels *ks[4];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
-    const DType types[] = {DT_Q4_0, DT_Q8_0};
-    const int in = 352;
-    for (int c = 0; c < 2; c++) {
+    const DType types[] = {DT_Q4_0, DT_Q8_0, DT_Q4_K, DT_IQ4_XS};
+    for (int c = 0; c < 4; c++) {
         DType t = types[c];
+        const int in = t == DT_Q4_0 || t == DT_Q8_0 ? 352 : 512;
         Weight w = make_weight(t, in, OUT, (uint32_t)c + 500);
-        size_t bytes = t == DT_Q4_0 ? 18 : 34;
         for (int o = 0; o < OUT; o++) {
             uint8_t *row = (uint8_t *)w.data + w.t.row_bytes * (size_t)o;
-            for (int b = 0; b < in / 32; b++)
-                for (size_t k = 2; k < bytes; k++)
-                    if (t == DT_Q4_0) row[b * bytes + k] = 0xFF;
-                    else if (k % 3 == 0 || o % 2 == 0) row[b * bytes + k] = 0x80;
+            extreme_row(t, row, in, o);
             dequant_row(t, row, w.deq + (size_t)o * in, in);
         }
         float *x = malloc(sizeof(float) * MAX_N * in), *ref = malloc(sizeof(float) * MAX_N * OUT),
