@@ -73,13 +73,14 @@ void scalar_attention_heads(float *out, const float *q, const KvSpan *spans, int
 Backend *backend_scalar_create(void);
 
 /* Loading a model for these kernels (load.c): opens the GGUF and reads the
- * model (qwen3_from_gguf), then qwen3_attach_tiles. On failure returns
+ * model (qwen3_from_gguf), then qwen3_place_matrices. On failure returns
  * non-zero with err naming the file and what is wrong, and *m holds nothing
  * to free. */
 int qwen3_load(Qwen3Model *m, const char *path, char *err);
-/* Where this machine's kernels read Q8_0, Q4_0 and Q4_1 matrices from tiles
- * (tiles.h), copies them there once and points each Tensor at its tiles;
- * otherwise does nothing. qwen3_free frees them. */
-void qwen3_attach_tiles(Qwen3Model *m);
+/* Copies every matrix into one region on huge pages and points its Tensor
+ * there: at its tiles (tiles.h) where this machine's kernels read Q8_0, Q4_0
+ * and Q4_1 from tiles, at its rows otherwise. Without the memory, does
+ * nothing. The weights are the same bytes either way. qwen3_free frees it. */
+void qwen3_place_matrices(Qwen3Model *m);
 
 #endif

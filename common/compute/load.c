@@ -1,6 +1,6 @@
 /* load.c: a Qwen3 model ready for this machine's kernels: the file's weights
- * as they are (model/qwen3.c), and the second layout of some matrices that
- * the kernels read instead when they have one (tiles.h). It sits here, not
+ * as they are (model/qwen3.c), with the matrices copied onto huge pages, some
+ * in the second layout the kernels read instead (tiles.h). It sits here, not
  * in the model layer, because only the kernels know which layouts they read. */
 #include "backend.h"
 
@@ -13,16 +13,25 @@
 #include "tiles.h"
 #include "util.h"
 
-/* The kernels of an AVX-512 build decode from tiles (tiles.h): a copy of the
- * Q8_0, Q4_0 and Q4_1 matrices in one region, asked for on huge pages (a
- * decode step reads every matrix, and 2 MB pages take far fewer translations
- * than 4 KB ones). Without memory for it the kernels read the file's rows. */
-#define TILES_ALIGN ((size_t)2 << 20)
+/* Every matrix a forward pass reads is copied at load into one region asked
+ * for on huge pages: a decode step reads every matrix once, and 2 MB pages
+ * take 512 times fewer address translations than the file mapping's 4 KB
+ * ones. The kernels of an AVX-512 build read the Q8_0, Q4_0 and Q4_1
+ * matrices as tiles (tiles.h), so those are copied as tiles; every other
+ * matrix as the file's rows. Without memory for the region the kernels read
+ * the file's mapping, as they would anyway: only the speed differs. */
+#define REGION_ALIGN ((size_t)2 << 20)
 
 static size_t padded(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/* Once a matrix has tiles the kernels read only those: its rows' pages of the
- * file's mapping are let go (read again from the file if anything asks). */
+static bool as_tiles(const Tensor *w) { return simd_reads_tiles() && tiles_type(w->type); }
+
+/* The bytes matrix w takes in the region. */
+static size_t region_share(const Tensor *w) { return padded(as_tiles(w) ? tiles_bytes(w) : tensor_bytes(w)); }
+
+/* Once a matrix is in the region the kernels read only that: its rows' pages
+ * of the file's mapping are let go (read again from the file if anything
+ * asks, as the embedding rows of a tied output matrix do). */
 static void release_pages(const Tensor *w) {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), begin = (uintptr_t)w->data;
     uintptr_t end = begin + tensor_bytes(w);
@@ -31,34 +40,34 @@ static void release_pages(const Tensor *w) {
     if (end > begin) madvise((void *)begin, end - begin, MADV_DONTNEED);
 }
 
-void qwen3_attach_tiles(Qwen3Model *m) {
-    if (!simd_reads_tiles()) return;
+void qwen3_place_matrices(Qwen3Model *m) {
     int n = 7 * m->cfg.n_layers + 1;
     size_t total = 0, stored = 0;
     for (int i = 0; i < n; i++) {
         const Tensor *w = qwen3_matrix(m, i);
-        total += padded(tiles_bytes(w));
-        if (tiles_bytes(w)) stored += tensor_bytes(w);
+        total += region_share(w);
+        stored += tensor_bytes(w);
     }
-    /* Tiles are the size of what they copy; a file whose matrices overlap
-     * (more bytes than the file) would make them any size: no tiles then. */
+    /* A copy is the size of what it copies; a file whose matrices overlap
+     * (more bytes than the file) would make it any size: no region then. */
     if (total == 0 || stored > m->file.size) return;
-    size_t region = (total + TILES_ALIGN - 1) / TILES_ALIGN * TILES_ALIGN;
-    char *at = aligned_alloc(TILES_ALIGN, region);
+    size_t region = (total + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
+    char *at = aligned_alloc(REGION_ALIGN, region);
     if (!at) return;
 #ifdef MADV_HUGEPAGE
     madvise(at, region, MADV_HUGEPAGE); /* before the first write: the pages are not there yet */
 #endif
-    m->tiles = at;
-    m->tiles_bytes = total;
+    m->region = at;
+    m->region_bytes = total;
     for (int i = 0; i < n; i++) {
         Tensor *w = qwen3_matrix(m, i);
-        size_t bytes = tiles_bytes(w);
-        if (!bytes) continue;
-        tiles_build(w, at);
-        w->tiles = at;
-        at += padded(bytes);
+        size_t share = region_share(w);
+        if (as_tiles(w)) tiles_build(w, at);
+        else memcpy(at, w->data, tensor_bytes(w));
         if (m->file.owns_map) release_pages(w);
+        if (as_tiles(w)) w->tiles = at;
+        else w->data = at;
+        at += share;
     }
 }
 
@@ -73,7 +82,7 @@ int qwen3_load(Qwen3Model *m, const char *path, char *err) {
         err_set(err, "%s: %s", path, inner);
         return -1;
     }
-    qwen3_attach_tiles(m);
+    qwen3_place_matrices(m);
     return 0;
 }
 

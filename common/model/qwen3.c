@@ -265,7 +265,7 @@ void qwen3_free(Qwen3Model *m) {
         free(m->layers);
     }
     free(m->output_norm);
-    free(m->tiles);
+    free(m->region);
     gguf_close(&m->file);
     memset(m, 0, sizeof *m);
 }

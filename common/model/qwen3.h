@@ -1,7 +1,8 @@
 /* qwen3.h: a Qwen3 model read from a GGUF file: its configuration and its
- * weights, which stay in the file's mapping in their stored types. Loading a
- * file for the kernels (qwen3_load) is one layer up, in compute/backend.h:
- * only the kernels know which second layout of a matrix they read (tiles.h). */
+ * weights, in the file's mapping in their stored types. Loading a file for
+ * the kernels (qwen3_load) is one layer up, in compute/backend.h: it copies
+ * the matrices onto huge pages, some in a second layout only the kernels
+ * know (tiles.h). */
 #ifndef QWEN3_H
 #define QWEN3_H
 
@@ -46,9 +47,9 @@ typedef struct {
     Tensor output;       /* [vocab rows, dim]: output.weight, or tok_embd when tied */
     bool tied;           /* no output.weight in the file */
     size_t weight_bytes; /* bytes of all weights read per token */
-    void *tiles;         /* the matrices' tiles (compute/tiles.h) when the kernels read them, or
-                          * NULL; made by qwen3_load, freed by qwen3_free */
-    size_t tiles_bytes;  /* of those tiles */
+    void *region;        /* the matrices copied onto huge pages (compute/load.c), some as tiles
+                          * (compute/tiles.h), or NULL; made by qwen3_load, freed by qwen3_free */
+    size_t region_bytes; /* of that copy */
 } Qwen3Model;
 
 /* Reads and checks every key and tensor of a GGUF already opened; takes

@@ -89,32 +89,50 @@ TEST(qwen3_untied_output) {
     free(data);
 }
 
-/* An AVX-512 build reads Q8_0, Q4_0 and Q4_1 matrices from tiles: the reader
- * makes none, and qwen3_attach_tiles (what qwen3_load does next) builds them
- * for every such matrix (the tied output's too), and only then. */
-TEST(qwen3_tiles_for_the_kernels) {
+/* The reader leaves every matrix in the file's mapping; qwen3_place_matrices
+ * (what qwen3_load does next) copies each into one region: as tiles where an
+ * AVX-512 build reads Q8_0, Q4_0 and Q4_1 from tiles, as the file's rows
+ * otherwise (the tied output's too), byte for byte. */
+static void check_placed(const char *name) {
     size_t len;
-    char *data = load_bytes("small-q8_0", &len);
+    char *data = load_bytes(name, &len);
     if (!data) return;
     Qwen3Model m;
     char err[ERR_MAX];
     CHECK_EQ_INT(load_from(data, len, &m, err), 0);
-    CHECK(m.tiles == NULL && m.layers[0].wq.tiles == NULL);
-    qwen3_attach_tiles(&m);
-    bool want = simd_reads_tiles();
-    CHECK(want == (m.tiles != NULL));
-    CHECK(m.tok_embd.tiles == NULL); /* embedding rows are read from the file */
-    const Tensor *ws[] = {&m.output, &m.layers[0].wq, &m.layers[1].w_down, &m.layers[m.cfg.n_layers - 1].w_up};
-    for (int i = 0; i < 4; i++) {
-        CHECK_MSG(ws[i]->type == DT_Q8_0 && want == (ws[i]->tiles != NULL), "%s: tiles %p", ws[i]->name, ws[i]->tiles);
-        if (!ws[i]->tiles) continue;
-        void *again = malloc(tiles_bytes(ws[i]));
-        tiles_build(ws[i], again);
-        CHECK_MSG(memcmp(again, ws[i]->tiles, tiles_bytes(ws[i])) == 0, "%s: tiles differ", ws[i]->name);
-        free(again);
+    CHECK(m.region == NULL && m.layers[0].wq.tiles == NULL);
+    int n = 7 * m.cfg.n_layers + 1;
+    const void **file_rows = malloc((size_t)n * sizeof *file_rows);
+    for (int i = 0; i < n; i++) file_rows[i] = qwen3_matrix(&m, i)->data;
+    qwen3_place_matrices(&m);
+    CHECK_MSG(m.region != NULL, "%s: no region", name);
+    const char *begin = m.region, *end = begin + m.region_bytes;
+    CHECK(m.tok_embd.data == file_rows[n - 1] || !m.tied); /* embedding rows are read from the file */
+    for (int i = 0; m.region && i < n; i++) {
+        const Tensor *w = qwen3_matrix(&m, i);
+        bool want = simd_reads_tiles() && tiles_type(w->type);
+        CHECK_MSG(want == (w->tiles != NULL), "%s %s: tiles %p", name, w->name, w->tiles);
+        const char *at = w->tiles ? w->tiles : w->data;
+        CHECK_MSG(at >= begin && at + (w->tiles ? tiles_bytes(w) : tensor_bytes(w)) <= end, "%s %s: not in the region",
+                  name, w->name);
+        if (w->tiles) {
+            CHECK(w->data == file_rows[i]);
+            void *again = malloc(tiles_bytes(w));
+            tiles_build(w, again);
+            CHECK_MSG(memcmp(again, w->tiles, tiles_bytes(w)) == 0, "%s %s: tiles differ", name, w->name);
+            free(again);
+        } else {
+            CHECK_MSG(memcmp(w->data, file_rows[i], tensor_bytes(w)) == 0, "%s %s: rows differ", name, w->name);
+        }
     }
+    free(file_rows);
     qwen3_free(&m);
     free(data);
+}
+
+TEST(qwen3_matrices_placed_for_the_kernels) {
+    check_placed("small-q8_0");
+    check_placed("tiny-f32");
 }
 
 TEST(qwen3_missing_key) { expect_load_error("tiny-f32", "qwen3.block_count", "qwen3.block_cXunt", "qwen3.block_count"); }

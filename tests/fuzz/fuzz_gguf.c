@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tokenizer_free(tok);
     Qwen3Model m;
     if (qwen3_from_gguf(&m, &g, err) == 0) {
-        qwen3_attach_tiles(&m);
+        qwen3_place_matrices(&m);
         read_every_weight(&m);
         qwen3_free(&m);
     } else {
