@@ -4,6 +4,7 @@
  * in the model layer, because only the kernels know which layouts they read. */
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,9 +19,23 @@
  * take 512 times fewer address translations than the file mapping's 4 KB
  * ones. The kernels of an AVX-512 build read the Q8_0, Q4_0 and Q4_1
  * matrices as tiles (tiles.h), so those are copied as tiles; every other
- * matrix as the file's rows. Without memory for the region the kernels read
- * the file's mapping, as they would anyway: only the speed differs. */
+ * matrix as the file's rows. When the machine has not that much memory to
+ * spare, the kernels read the file's mapping instead: only the speed
+ * differs, and a model larger than the memory still runs from the file. */
 #define REGION_ALIGN ((size_t)2 << 20)
+
+/* Whether the region fits in what Linux says is available (free memory and
+ * page cache it can drop); elsewhere, yes. */
+static bool memory_spares(size_t bytes) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return true;
+    char line[128];
+    unsigned long long kb = 0;
+    bool known = false;
+    while (!known && fgets(line, sizeof line, f)) known = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+    fclose(f);
+    return !known || bytes / 1024 < kb;
+}
 
 static size_t padded(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
@@ -50,7 +65,7 @@ void qwen3_place_matrices(Qwen3Model *m) {
     }
     /* A copy is the size of what it copies; a file whose matrices overlap
      * (more bytes than the file) would make it any size: no region then. */
-    if (total == 0 || stored > m->file.size) return;
+    if (total == 0 || stored > m->file.size || !memory_spares(total)) return;
     size_t region = (total + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
     char *at = aligned_alloc(REGION_ALIGN, region);
     if (!at) return;

@@ -1,5 +1,6 @@
-/* tensor.h: a weight tensor: a typed view into the model file (and maybe its
- * tiles: compute/tiles.h). Activations are plain float arrays whose shapes are written
+/* tensor.h: a weight tensor: a typed view of its rows, in the model file or in
+ * the copy the loader makes (compute/load.c), and maybe of its tiles
+ * (compute/tiles.h). Activations are plain float arrays whose shapes are written
  * next to them. */
 #ifndef TENSOR_H
 #define TENSOR_H

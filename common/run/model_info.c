@@ -289,7 +289,7 @@ int model_info_print(const char *path, FILE *out, char *err) {
     if (m.region) {
         int tiled = 0;
         for (int i = 0; i < 7 * m.cfg.n_layers + 1; i++) tiled += qwen3_matrix(&m, i)->tiles != NULL;
-        fprintf(out, LABEL "%.1f MB: the matrices, copied at load onto 2 MB pages\n", "in memory", m.region_bytes / 1e6);
+        fprintf(out, LABEL "%.1f MB: the matrices, copied at load, asked for on 2 MB pages\n", "in memory", m.region_bytes / 1e6);
         if (tiled)
             fprintf(out, LABEL "%d of them (Q8_0, Q4_0, Q4_1) as 16-row tiles for this machine's decode kernel (tiles.h)\n",
                     "", tiled);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "gguf.h"
 #include "backend.h"
 #include "backend_simd.h"
 #include "qwen3.h"
@@ -107,14 +108,16 @@ static void check_placed(const char *name) {
     qwen3_place_matrices(&m);
     CHECK_MSG(m.region != NULL, "%s: no region", name);
     const char *begin = m.region, *end = begin + m.region_bytes;
+    size_t shares = 0;
     CHECK(m.tok_embd.data == file_rows[n - 1] || !m.tied); /* embedding rows are read from the file */
     for (int i = 0; m.region && i < n; i++) {
         const Tensor *w = qwen3_matrix(&m, i);
         bool want = simd_reads_tiles() && tiles_type(w->type);
         CHECK_MSG(want == (w->tiles != NULL), "%s %s: tiles %p", name, w->name, w->tiles);
         const char *at = w->tiles ? w->tiles : w->data;
-        CHECK_MSG(at >= begin && at + (w->tiles ? tiles_bytes(w) : tensor_bytes(w)) <= end, "%s %s: not in the region",
-                  name, w->name);
+        size_t bytes = w->tiles ? tiles_bytes(w) : tensor_bytes(w);
+        CHECK_MSG(at == begin + shares && at + bytes <= end, "%s %s: not in its place in the region", name, w->name);
+        shares += (bytes + 63) / 64 * 64;
         if (w->tiles) {
             CHECK(w->data == file_rows[i]);
             void *again = malloc(tiles_bytes(w));
@@ -125,6 +128,7 @@ static void check_placed(const char *name) {
             CHECK_MSG(memcmp(w->data, file_rows[i], tensor_bytes(w)) == 0, "%s %s: rows differ", name, w->name);
         }
     }
+    CHECK_MSG(shares == m.region_bytes, "%s: %zu bytes placed, region of %zu", name, shares, m.region_bytes);
     free(file_rows);
     qwen3_free(&m);
     free(data);
@@ -133,6 +137,38 @@ static void check_placed(const char *name) {
 TEST(qwen3_matrices_placed_for_the_kernels) {
     check_placed("small-q8_0");
     check_placed("tiny-f32");
+    check_placed("small-untied");
+    check_placed("kquant-q4_k_m");
+}
+
+/* Loaded from disk, the file's pages of the placed matrices are let go; what
+ * is still read from the file (the tied output's embedding rows) comes back
+ * as the file's bytes, and so do the matrices. */
+TEST(qwen3_load_lets_go_of_the_file_pages_safely) {
+    char path[512], err[ERR_MAX];
+    snprintf(path, sizeof path, "%s/small-q8_0.gguf", test_models_dir());
+    size_t len;
+    char *data = load_bytes("small-q8_0", &len);
+    if (!data) return;
+    Qwen3Model m;
+    CHECK_MSG(qwen3_load(&m, path, err) == 0, "%s", err);
+    CHECK(m.tied && m.region != NULL);
+    CHECK(m.file.owns_map && m.file.size == len);
+    const char *file = (const char *)m.file.map;
+    size_t at = (size_t)((const char *)m.tok_embd.data - file);
+    CHECK_MSG(memcmp(m.tok_embd.data, data + at, tensor_bytes(&m.tok_embd)) == 0, "embedding rows differ from the file");
+    const Tensor *ws[] = {&m.layers[0].w_up, &m.layers[m.cfg.n_layers - 1].wo};
+    for (int i = 0; i < 2; i++) {
+        const GgufTensor *t = gguf_find_tensor(&m.file, ws[i]->name);
+        CHECK_MSG(t != NULL, "%s not in the file", ws[i]->name);
+        if (!t) continue;
+        size_t off = (size_t)((const char *)t->data - file);
+        CHECK_MSG(memcmp(t->data, data + off, t->nbytes) == 0, "%s: the file's pages read back differ", ws[i]->name);
+        if (!ws[i]->tiles)
+            CHECK_MSG(memcmp(ws[i]->data, data + off, t->nbytes) == 0, "%s: the copy differs from the file", ws[i]->name);
+    }
+    qwen3_free(&m);
+    free(data);
 }
 
 TEST(qwen3_missing_key) { expect_load_error("tiny-f32", "qwen3.block_count", "qwen3.block_cXunt", "qwen3.block_count"); }

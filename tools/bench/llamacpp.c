@@ -303,7 +303,7 @@ static void print_tables(FILE *f, const Options *o, const Machine *m, const Type
                "pseudo-random tokens one at a time from an empty cache, after a warm-up step): ours\n"
                "tools/bench/pp_tg.c (chapter III.7, paged cache, parallel backend), theirs llama-bench -p %d -n %d -r %d; best of %d runs a round,\n"
                "the median of the rounds in the table.\n"
-               "Cold = our very first prefill in a fresh process (it also faults in every weight page).\n"
+               "Cold = our very first prefill in a fresh process (it also touches its cache and buffers for the first time).\n"
                "Ratio = ours / llama.cpp of the medians; in brackets the range of single rounds' ratios (the spread).\n\n",
             o->pp, o->pp, o->tg, o->tg, o->pp, o->tg, o->reps, o->reps);
     fprintf(f, "| type | prefill cold, ours | prefill ours | prefill llama.cpp | ratio | decode ours | decode llama.cpp "
