@@ -80,7 +80,8 @@ int qwen3_load(Qwen3Model *m, const char *path, char *err);
 /* Copies every matrix into one region on huge pages and points its Tensor
  * there: at its tiles (tiles.h) where this machine's kernels read Q8_0, Q4_0
  * and Q4_1 from tiles, at its rows otherwise. When the machine has not
- * that much memory available, does nothing. The weights are the same bytes either way. qwen3_free frees it. */
+ * that much memory available, does nothing. The weights are the same bytes
+ * either way. qwen3_free frees it. */
 void qwen3_place_matrices(Qwen3Model *m);
 
 #endif

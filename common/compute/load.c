@@ -77,10 +77,11 @@ void qwen3_place_matrices(Qwen3Model *m) {
     for (int i = 0; i < n; i++) {
         Tensor *w = qwen3_matrix(m, i);
         size_t share = region_share(w);
-        if (as_tiles(w)) tiles_build(w, at);
+        bool tiled = as_tiles(w);
+        if (tiled) tiles_build(w, at);
         else memcpy(at, w->data, tensor_bytes(w));
         if (m->file.owns_map) release_pages(w);
-        if (as_tiles(w)) w->tiles = at;
+        if (tiled) w->tiles = at;
         else w->data = at;
         at += share;
     }

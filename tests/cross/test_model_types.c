@@ -92,13 +92,15 @@ TEST(model_types_info) {
     expect_line(out, "                  Q6_K       9 tensors");
     expect_line(out, "ignored keys      none that could change the result\n");
     expect_line(out, "runs here         yes");
-    CHECK_MSG(!strstr(out, "\ntiles"), "no Q8_0, Q4_0 or Q4_1 matrix, yet tiles:\n%s", out);
+    expect_line(out, "in memory         ");
+    CHECK_MSG(!strstr(out, "16-row tiles"), "no Q8_0, Q4_0 or Q4_1 matrix, yet tiles:\n%s", out);
     free(out);
     out = info(model_path("q4_0"), &rc);
     expect_line(out, "Q4_1       1 tensor ");
     expect_line(out, "file type         2 (MOSTLY_Q4_0)");
-    if (simd_reads_tiles()) expect_line(out, "tiles             ");
-    else CHECK_MSG(!strstr(out, "\ntiles"), "no kernel here reads tiles, yet:\n%s", out);
+    /* 7 matrices in each of 8 layers, all Q4_0 or Q4_1 */
+    if (simd_reads_tiles()) expect_line(out, "                  56 of them (Q8_0, Q4_0, Q4_1) as 16-row tiles");
+    else CHECK_MSG(!strstr(out, "16-row tiles"), "no kernel here reads tiles, yet:\n%s", out);
     free(out);
     out = info("/nonexistent.gguf", &rc);
     CHECK_EQ_INT(rc, 1);
