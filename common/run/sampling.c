@@ -68,10 +68,11 @@ double sampling_exp(double x) {
 
 /* ---- many at once ----------------------------------------------------------------
  * A sampled token reads the whole vocabulary (151,936 logits for Qwen3): its
- * max, the exp of each, their sum. The AVX2 versions below do the same IEEE
- * operations per element as the scalar ones, four doubles (or eight floats)
- * at a time, so every value is bitwise the scalar one: only what is
- * independent runs side by side (a sum in order stays one chain). */
+ * max, the exp of each, their sum. The AVX2 and AVX-512 versions below do the
+ * same IEEE operations per element as the scalar ones, four or eight doubles
+ * (eight floats) at a time, so every value is bitwise the scalar one. Only
+ * what is independent runs side by side, and the sum in order, which is not,
+ * is made so (the next section). */
 
 /* exp((logits[i] - max) / t) for i < n into w: sampling_exp's steps. */
 static void weights_scalar(const float *logits, int n, float max, float t, double *w) {
@@ -85,42 +86,122 @@ static void cut_min_p(double *weight, int n, float min_p) {
         if (weight[i] < (double)min_p) weight[i] = 0.0;
 }
 
-/* Weights made but not yet summed: w[i..end) go on the running sum next. */
+/* ---- the sum in order, without a chain of additions ------------------------------
+ * A draw adds the weights up in id order, and that sum's bits are the ones
+ * the seeded tests pin: 151,936 additions, each waiting for the one before.
+ * But while a running sum s stays in one binade [b, 2b) (b a power of two),
+ * every value it takes is a multiple of u = ulp(b), and s + w rounds to
+ * s + t, t being w rounded to a multiple of u: the same t for every s of the
+ * binade, except at a tie (w exactly halfway between two multiples, which s's
+ * last bit breaks). So for a block of weights, t_i = (b + w_i) - b, side by
+ * side; when no t_i was a tie and s plus all of them stays below 2b, every
+ * running sum of the block is s + t_0 + ... + t_i, each addition exact, in
+ * any order: the block's sum is one vector sum and one addition onto s. A
+ * block that fails (a binade crossed, a tie, a NaN) is added one by one.
+ * Weights are >= 0 (or NaN). */
+#define SUM_BLOCK SAMPLING_SUM_BLOCK
+
+/* The vectors the many-at-once code runs on: the widest this machine has,
+ * or those SIMD_ISA names, as the kernels choose theirs (backend_simd.c). */
+typedef enum { ISA_NONE, ISA_AVX2, ISA_AVX512 } Isa;
+
 typedef struct {
-    const double *w;
-    double *cum;   /* the running sums (NULL: none kept) */
-    int i, end;
-    double sum;
-    int last;      /* the last index with a weight > 0 */
-} Pending;
+    double sum; /* the running sum so far */
+    double b;   /* its binade: sum in [b, 2b); 0 where the blocks cannot be used */
+    Isa isa;    /* the vectors of the block sums */
+} InOrder;
 
-/* Adds the next k pending weights (fewer if fewer are pending) to the sum. */
-static inline void sum_some(Pending *s, int k) {
-    int end = s->end - s->i < k ? s->end : s->i + k;
-    for (; s->i < end; s->i++) {
-        s->sum += s->w[s->i];
-        if (s->cum) s->cum[s->i] = s->sum;
-        if (s->w[s->i] > 0.0) s->last = s->i;
+/* The sum's binade 2^e, sum in [2^e, 2^(e+1)); 0 outside [2^-1000, 2^1000). */
+static double binade(double sum) {
+    if (!(sum >= 0x1p-1000 && sum < 0x1p1000)) return 0.0;
+    uint64_t bits;
+    memcpy(&bits, &sum, sizeof bits);
+    bits &= 0x7FF0000000000000ull;
+    memcpy(&sum, &bits, sizeof sum);
+    return sum;
+}
+
+#if defined(__x86_64__)
+#define SAMPLING_AVX2 __attribute__((target("avx2")))
+#define SAMPLING_AVX512 __attribute__((target("avx512f")))
+/* reads of what the C runtime found at start */
+static bool cpu_avx2(void) { return __builtin_cpu_supports("avx2"); }
+static bool cpu_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+#endif
+
+static Isa isa_now(void) {
+#if defined(__x86_64__)
+    const char *want = getenv("SIMD_ISA");
+    bool avx2 = cpu_avx2(), avx512 = avx2 && cpu_avx512();
+    if (!want || !*want) return avx512 ? ISA_AVX512 : avx2 ? ISA_AVX2 : ISA_NONE;
+    if (strncmp(want, "avx512", 6) == 0 && avx512) return ISA_AVX512; /* avx512, avx512bf16 */
+    return strcmp(want, "avx2") == 0 && avx2 ? ISA_AVX2 : ISA_NONE;
+#else
+    return ISA_NONE;
+#endif
+}
+
+#if defined(__x86_64__)
+
+/* a->sum + w[0] + ... + w[SUM_BLOCK - 1] by the block (above) into a->sum;
+ * false, a->sum unchanged, when the block must be added one by one. */
+static SAMPLING_AVX2 bool block_sum_avx2(InOrder *a, const double *w) {
+    const __m256d b = _mm256_set1_pd(a->b), half = _mm256_set1_pd(a->b * 0x1p-53);
+    const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+    __m256d tot[2] = {_mm256_setzero_pd(), _mm256_setzero_pd()}, tie = _mm256_setzero_pd();
+    for (int i = 0; i < SUM_BLOCK; i += 8)
+        for (int k = 0; k < 2; k++) {
+            __m256d wv = _mm256_loadu_pd(w + i + 4 * k), t = _mm256_sub_pd(_mm256_add_pd(b, wv), b);
+            tie = _mm256_or_pd(tie, _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(wv, t), abs), half, _CMP_EQ_OQ));
+            tot[k] = _mm256_add_pd(tot[k], t);
+        }
+    __m256d v = _mm256_add_pd(tot[0], tot[1]);
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    double sum = a->sum + (_mm_cvtsd_f64(h) + _mm_cvtsd_f64(_mm_unpackhi_pd(h, h)));
+    if (_mm256_movemask_pd(tie) || !(sum < 2.0 * a->b)) return false;
+    a->sum = sum;
+    return true;
+}
+
+/* block_sum_avx2, 8 lanes a vector. */
+static SAMPLING_AVX512 bool block_sum_avx512(InOrder *a, const double *w) {
+    const __m512d b = _mm512_set1_pd(a->b), half = _mm512_set1_pd(a->b * 0x1p-53);
+    __m512d tot[2] = {_mm512_setzero_pd(), _mm512_setzero_pd()};
+    __mmask8 tie = 0;
+    for (int i = 0; i < SUM_BLOCK; i += 16)
+        for (int k = 0; k < 2; k++) {
+            __m512d wv = _mm512_loadu_pd(w + i + 8 * k), t = _mm512_sub_pd(_mm512_add_pd(b, wv), b);
+            tie |= _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(wv, t)), half, _CMP_EQ_OQ);
+            tot[k] = _mm512_add_pd(tot[k], t);
+        }
+    double sum = a->sum + _mm512_reduce_add_pd(_mm512_add_pd(tot[0], tot[1]));
+    if (tie || !(sum < 2.0 * a->b)) return false;
+    a->sum = sum;
+    return true;
+}
+#endif
+
+/* w[0..n) onto the running sum, in order: by the block when n is one and
+ * it can, else one by one. */
+static void in_order_add(InOrder *a, const double *w, int n) {
+#if defined(__x86_64__)
+    if (n == SUM_BLOCK && a->b > 0.0 &&
+        (a->isa == ISA_AVX512 ? block_sum_avx512(a, w) : a->isa == ISA_AVX2 && block_sum_avx2(a, w)))
+        return;
+#endif
+    for (int i = 0; i < n; i++) a->sum += w[i];
+    a->b = binade(a->sum);
+}
+
+double sampling_sum_in_order(const double *w, int n, double *ends) {
+    InOrder a = {0.0, 0.0, isa_now()};
+    int i = 0;
+    for (; i + SUM_BLOCK <= n; i += SUM_BLOCK) {
+        in_order_add(&a, w + i, SUM_BLOCK);
+        if (ends) ends[i / SUM_BLOCK] = a.sum;
     }
-}
-
-/* The running sums of weight[] over [i0, i1) into cum[] (NULL: the sum
- * only), going on from sum; *last becomes the last i with a weight > 0.
- * Returns the sum at i1. */
-static double chain(const double *weight, double *cum, int i0, int i1, double sum, int *last) {
-    Pending p = {weight, cum, i0, i1, sum, *last};
-    sum_some(&p, i1 - i0);
-    *last = p.last;
-    return p.sum;
-}
-
-/* The weights of logits[0..n) after temperature t and min-p into w, and
- * their sum in order (with the running sums, as chain). */
-static double weigh_scalar(const float *logits, int n, float max, float t, float min_p, double *w, double *cum,
-                           double sum, int *last) {
-    weights_scalar(logits, n, max, t, w);
-    cut_min_p(w, n, min_p);
-    return chain(w, cum, 0, n, sum, last);
+    in_order_add(&a, w + i, n - i);
+    return a.sum;
 }
 
 static float max_scalar(const float *logits, int n) {
@@ -131,99 +212,82 @@ static float max_scalar(const float *logits, int n) {
 }
 
 #if defined(__x86_64__)
-#define SAMPLING_AVX2 __attribute__((target("avx2")))
-
-/* How many groups of 4 lanes the exps work on side by side: one exp is a
- * chain of 30 dependent operations, so only several at once keep the
- * arithmetic units busy. */
+/* How many vectors the exps work on side by side: one exp is a chain of 30
+ * dependent operations, so only several at once keep the arithmetic units
+ * busy. */
 #define EXP_GROUPS 8
+/* The bits of 1.5 * 2^52 less the exponent bias: (k + 1.5 * 2^52)'s bits
+ * minus this are k + 1023, 2^k's exponent field. */
+#define EXP_BIAS_BITS (0x4338000000000000ll - 1023)
 
-/* sampling_exp of 4 x EXP_GROUPS lanes known to lie in [-708, 709]: no special
- * case, and 2^k a normal double (k >= -1021). Same operations, same order;
- * x[g] holds 2^k while the polynomials run, so that they have the registers.
- * The sum waits 3 cycles per add and the polynomials on their multiplies:
- * each step of the polynomials also adds 3 of the pending weights, so that
- * the core finds both in one stream of instructions and runs them side by side. */
-static inline SAMPLING_AVX2 void exp4s(__m256d *x, Pending *pending) {
-    const __m256d round = _mm256_set1_pd(0x1.8p52);
-    __m256d r[EXP_GROUPS], p[EXP_GROUPS];
-#pragma GCC unroll 8
-    for (int g = 0; g < EXP_GROUPS; g++) {
-        __m256d k = _mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(x[g], _mm256_set1_pd(1.44269504088896338700e+00)), round), round);
-        r[g] = _mm256_sub_pd(_mm256_sub_pd(x[g], _mm256_mul_pd(k, _mm256_set1_pd(6.93147180369123816490e-01))),
-                             _mm256_mul_pd(k, _mm256_set1_pd(1.90821492927058770002e-10)));
-        /* 2^k from its bits: k + 1.5 * 2^52 holds k in its low bits */
-        __m256i ki = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(k, round)), _mm256_castpd_si256(round));
-        x[g] = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(ki, _mm256_set1_epi64x(1023)), 52));
-        p[g] = _mm256_set1_pd(EXP_INV_FACT[13]);
+/* weights_scalar and cut_min_p for logits[0..SUM_BLOCK), W lanes a vector,
+ * EXP_GROUPS vectors side by side, written once for AVX2 (W = 4) and
+ * AVX-512 (W = 8): V is the vector of W doubles, I of W int64s, and an
+ * operation on a vector (GCC's vector types) is that operation on every
+ * lane; LOAD reads W floats as doubles. x = (logit - max) / t is at most 0
+ * for every logit that is a number (max is their max), so only its low end
+ * is checked (NaN fails that too): then sampling_exp has no special case,
+ * and 2^k is a normal double (k >= -1021). Same operations in the same order
+ * as sampling_exp; x[g] holds 2^k while the polynomials run, one step for
+ * every group before the next step. */
+#define DEFINE_WEIGHTS(NAME, TARGET, W, V, I, LOAD)                                                          \
+    static __attribute__((target(TARGET))) void NAME(const float *logits, float max, float t, float min_p,   \
+                                                     double *w) {                                            \
+        const bool div = t != 1.0f; /* x / 1 is x: the same bits without the division */                     \
+        for (int j = 0; j < SUM_BLOCK; j += W * EXP_GROUPS) {                                                \
+            V x[EXP_GROUPS], r[EXP_GROUPS], p[EXP_GROUPS];                                                   \
+            I out = {0};                                                                                     \
+            _Pragma("GCC unroll 8") for (int g = 0; g < EXP_GROUPS; g++) {                                   \
+                x[g] = LOAD(logits + j + W * g) - (double)max;                                               \
+                if (div) x[g] = x[g] / (double)t;                                                            \
+                out |= ~(x[g] >= -708.0);                                                                    \
+            }                                                                                                \
+            long long any = 0;                                                                               \
+            for (int l = 0; l < W; l++) any |= out[l];                                                       \
+            if (any) { /* far below the max, -inf, NaN */                                                    \
+                weights_scalar(logits + j, W * EXP_GROUPS, max, t, w + j);                                   \
+                cut_min_p(w + j, W * EXP_GROUPS, min_p);                                                     \
+                continue;                                                                                    \
+            }                                                                                                \
+            _Pragma("GCC unroll 8") for (int g = 0; g < EXP_GROUPS; g++) {                                   \
+                V kr = x[g] * 1.44269504088896338700e+00 + 0x1.8p52, k = kr - 0x1.8p52;                      \
+                r[g] = (x[g] - k * 6.93147180369123816490e-01) - k * 1.90821492927058770002e-10;             \
+                x[g] = (V)(((I)kr - EXP_BIAS_BITS) << 52); /* 2^k from its bits */                           \
+                p[g] = (V){0} + EXP_INV_FACT[13];                                                            \
+            }                                                                                                \
+            for (int n = 12; n >= 0; n--)                                                                    \
+                _Pragma("GCC unroll 8") for (int g = 0; g < EXP_GROUPS; g++) p[g] = p[g] * r[g] + EXP_INV_FACT[n]; \
+            _Pragma("GCC unroll 8") for (int g = 0; g < EXP_GROUPS; g++) {                                   \
+                V e = p[g] * x[g];                                                                           \
+                if (min_p > 0.0f) e = (V)((I)e & ~(e < (double)min_p));                                      \
+                memcpy(w + j + W * g, &e, sizeof e);                                                         \
+            }                                                                                                \
+        }                                                                                                    \
     }
-    for (int n = 12; n >= 0; n--) { /* a step of every group, then the next step */
-        const __m256d c = _mm256_set1_pd(EXP_INV_FACT[n]);
-#pragma GCC unroll 8
-        for (int g = 0; g < EXP_GROUPS; g++) p[g] = _mm256_add_pd(_mm256_mul_pd(p[g], r[g]), c);
-        sum_some(pending, 3);
-    }
-#pragma GCC unroll 8
-    for (int g = 0; g < EXP_GROUPS; g++) x[g] = _mm256_mul_pd(p[g], x[g]);
-}
 
-/* weigh_scalar 4 x EXP_GROUPS at a time: the weights side by side, their
- * sums one chain in order, a block behind (see exp4s). */
-static SAMPLING_AVX2 double weigh_avx2(const float *logits, int n, float max, float t, float min_p, double *w,
-                                       double *cum, double sum, int *last) {
-    enum { STEP = 4 * EXP_GROUPS };
-    const __m256d vmax = _mm256_set1_pd((double)max), vt = _mm256_set1_pd((double)t);
-    const __m256d lo = _mm256_set1_pd(-708.0), hi = _mm256_set1_pd(709.0), vmin_p = _mm256_set1_pd((double)min_p);
-    const bool div = t != 1.0f;   /* x / 1 is x: the same bits without the division */
-    Pending pending = {w, cum, 0, 0, sum, *last};
-    int i = 0;
-    for (; i + STEP <= n; i += STEP) {
-        __m256d x[EXP_GROUPS], in = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-#pragma GCC unroll 8
-        for (int g = 0; g < EXP_GROUPS; g++) {
-            x[g] = _mm256_sub_pd(_mm256_cvtps_pd(_mm_loadu_ps(logits + i + 4 * g)), vmax);
-            if (div) x[g] = _mm256_div_pd(x[g], vt);
-            in = _mm256_and_pd(in, _mm256_and_pd(_mm256_cmp_pd(x[g], lo, _CMP_GE_OQ), _mm256_cmp_pd(x[g], hi, _CMP_LE_OQ)));
-        }
-        if (_mm256_movemask_pd(in) == 15) {
-            exp4s(x, &pending);
-#pragma GCC unroll 8
-            for (int g = 0; g < EXP_GROUPS; g++) {
-                if (min_p > 0.0f) x[g] = _mm256_andnot_pd(_mm256_cmp_pd(x[g], vmin_p, _CMP_LT_OQ), x[g]);
-                _mm256_storeu_pd(w + i + 4 * g, x[g]);
-            }
-        } else {
-            weights_scalar(logits + i, STEP, max, t, w + i); /* far below the max, -inf, NaN */
-            cut_min_p(w + i, STEP, min_p);
-        }
-        sum_some(&pending, STEP); /* what the polynomials left, then this block is pending */
-        pending.end = i + STEP;
-    }
-    sum_some(&pending, STEP);
-    weights_scalar(logits + i, n - i, max, t, w + i);
-    cut_min_p(w + i, n - i, min_p);
-    *last = pending.last;
-    return chain(w, cum, i, n, pending.sum, last);
-}
+static inline SAMPLING_AVX2 __m256d load4(const float *p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+static inline SAMPLING_AVX512 __m512d load8(const float *p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
+DEFINE_WEIGHTS(weights_avx2, "avx2", 4, __m256d, __m256i, load4)
+DEFINE_WEIGHTS(weights_avx512, "avx512f", 8, __m512d, __m512i, load8)
+_Static_assert(SUM_BLOCK % (8 * EXP_GROUPS) == 0, "a block is whole steps of the exps");
 
 /* max_scalar's result: a lane keeps its value unless a logit is greater
- * (max_ps returns its second operand when either is NaN). */
+ * (max_ps returns its second operand when either is NaN). Four vectors side
+ * by side, so that no max waits for the one before. */
 static SAMPLING_AVX2 float max_avx2(const float *logits, int n) {
-    if (n < 16) return max_scalar(logits, n);
-    __m256 m0 = _mm256_set1_ps(logits[0]), m1 = m0;
+    enum { V = 4 };
+    __m256 m[V];
+    for (int v = 0; v < V; v++) m[v] = _mm256_set1_ps(logits[0]);
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        m0 = _mm256_max_ps(_mm256_loadu_ps(logits + i), m0);
-        m1 = _mm256_max_ps(_mm256_loadu_ps(logits + i + 8), m1);
-    }
-    float lanes[16], m = logits[0];
-    _mm256_storeu_ps(lanes, m0);
-    _mm256_storeu_ps(lanes + 8, m1);
-    for (int k = 0; k < 16; k++)
-        if (lanes[k] > m) m = lanes[k];
+    for (; i + 8 * V <= n; i += 8 * V)
+        for (int v = 0; v < V; v++) m[v] = _mm256_max_ps(_mm256_loadu_ps(logits + i + 8 * v), m[v]);
+    float lanes[8 * V], best = logits[0];
+    for (int v = 0; v < V; v++) _mm256_storeu_ps(lanes + 8 * v, m[v]);
+    for (int k = 0; k < 8 * V; k++)
+        if (lanes[k] > best) best = lanes[k];
     for (; i < n; i++)
-        if (logits[i] > m) m = logits[i];
-    return m;
+        if (logits[i] > best) best = logits[i];
+    return best;
 }
 
 /* True when logits[] has a NaN. */
@@ -252,28 +316,44 @@ static SAMPLING_AVX2 int at_least_avx2(const float *logits, int n, float floor, 
     return m;
 }
 
-static bool cpu_avx2(void) { return __builtin_cpu_supports("avx2"); } /* a read of what the C runtime found at start */
 #endif
 
-/* The weights of logits[0..n) into w, their running sums into cum (NULL:
- * none), *last the last index with a weight > 0; returns their sum. */
-static double weigh(const float *logits, int n, float max, float t, float min_p, double *w, double *cum, int *last) {
+/* The weights of logits[0..n) after temperature t and min-p into w, the
+ * running sum after each whole block into ends (NULL: none); returns their
+ * sum, sampling_sum_in_order's: a block of weights, then its sum, while the
+ * block is in the cache. */
+static double weigh(const float *logits, int n, float max, float t, float min_p, double *w, double *ends) {
+    InOrder sum = {0.0, 0.0, isa_now()};
+    int i = 0;
+    for (; i + SUM_BLOCK <= n; i += SUM_BLOCK) {
 #if defined(__x86_64__)
-    if (cpu_avx2()) return weigh_avx2(logits, n, max, t, min_p, w, cum, 0.0, last);
+        if (sum.isa == ISA_AVX512) weights_avx512(logits + i, max, t, min_p, w + i);
+        else if (sum.isa == ISA_AVX2) weights_avx2(logits + i, max, t, min_p, w + i);
+        else
 #endif
-    return weigh_scalar(logits, n, max, t, min_p, w, cum, 0.0, last);
+        {
+            weights_scalar(logits + i, SUM_BLOCK, max, t, w + i);
+            cut_min_p(w + i, SUM_BLOCK, min_p);
+        }
+        in_order_add(&sum, w + i, SUM_BLOCK);
+        if (ends) ends[i / SUM_BLOCK] = sum.sum;
+    }
+    weights_scalar(logits + i, n - i, max, t, w + i);
+    cut_min_p(w + i, n - i, min_p);
+    in_order_add(&sum, w + i, n - i);
+    return sum.sum;
 }
 
 static float max_logit(const float *logits, int n) {
 #if defined(__x86_64__)
-    if (cpu_avx2()) return max_avx2(logits, n);
+    if (isa_now() != ISA_NONE) return max_avx2(logits, n);
 #endif
     return max_scalar(logits, n);
 }
 
 static bool has_nan(const float *logits, int n) {
 #if defined(__x86_64__)
-    if (cpu_avx2()) return has_nan_avx2(logits, n);
+    if (isa_now() != ISA_NONE) return has_nan_avx2(logits, n);
 #endif
     for (int i = 0; i < n; i++)
         if (logits[i] != logits[i]) return true;
@@ -282,7 +362,7 @@ static bool has_nan(const float *logits, int n) {
 
 static int at_least(const float *logits, int n, float floor, int32_t *ids) {
 #if defined(__x86_64__)
-    if (cpu_avx2()) return at_least_avx2(logits, n, floor, ids);
+    if (isa_now() != ISA_NONE) return at_least_avx2(logits, n, floor, ids);
 #endif
     int m = 0;
     for (int i = 0; i < n; i++)
@@ -343,8 +423,9 @@ struct Sampler {
     Cand *heap;        /* [vocab] */
     Cand *sel;         /* [vocab] the kept candidates, best first */
     double *weight;    /* [vocab] unnormalized probabilities of the kept candidates */
-    double *cum;       /* [vocab] their running sums, in order */
+    double *ends;      /* [vocab / SUM_BLOCK] their running sums after each whole block */
     int32_t *ids;      /* [vocab] candidates for the heap (select_top) */
+    double *scratch;   /* [vocab] the weights of top-p's total (select_top) */
 };
 
 SamplerParams sampler_params_default(void) {
@@ -381,7 +462,8 @@ Sampler *sampler_create(const SamplerParams *p, int vocab_size) {
     s->heap = xmalloc((size_t)vocab_size * sizeof *s->heap);
     s->sel = xmalloc((size_t)vocab_size * sizeof *s->sel);
     s->weight = xmalloc((size_t)vocab_size * sizeof *s->weight);
-    s->cum = xmalloc((size_t)vocab_size * sizeof *s->cum);
+    s->ends = xmalloc((size_t)(vocab_size / SUM_BLOCK + 1) * sizeof *s->ends);
+    s->scratch = xmalloc((size_t)vocab_size * sizeof *s->scratch);
     s->ids = xmalloc((size_t)vocab_size * sizeof *s->ids);
     return s;
 }
@@ -389,7 +471,7 @@ Sampler *sampler_create(const SamplerParams *p, int vocab_size) {
 void sampler_free(Sampler *s) {
     if (!s) return;
     free(s->counts), free(s->seen), free(s->penalized);
-    free(s->heap), free(s->sel), free(s->weight), free(s->cum), free(s->ids);
+    free(s->heap), free(s->sel), free(s->weight), free(s->ends), free(s->scratch), free(s->ids);
     free(s);
 }
 
@@ -457,8 +539,7 @@ static int select_top(Sampler *s, const float *logits, float max) {
     bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
     double stop = INFINITY;   /* pop until the kept mass reaches this */
     if (p_on && !k_on) {
-        int last = 0;
-        double z = weigh(logits, V, max, p->temperature, 0.0f, s->cum, NULL, &last); /* s->cum: scratch */
+        double z = weigh(logits, V, max, p->temperature, 0.0f, s->scratch, NULL);
         stop = (double)p->top_p * z;
     }
     int limit = k_on ? p->top_k : V;
@@ -485,18 +566,26 @@ static int select_top(Sampler *s, const float *logits, float max) {
     return m;
 }
 
-/* Draws index i of n with probability weight[i] / sum: the first i whose
- * running sum cum[i] exceeds a uniform draw times the sum. The sums never
- * decrease (the weights are >= 0), so that i is found by binary search. */
-static int pick(Rng *rng, const double *cum, int n, double sum, int last) {
+/* Draws index i of n with probability w[i] / sum: the first i whose running
+ * sum w[0] + ... + w[i] (in order) exceeds a uniform draw times the sum. The
+ * sums never decrease (the weights are >= 0): the block holding that i is
+ * the first whose end (ends[k], sampling_sum_in_order's) exceeds the draw,
+ * found by binary search; in it the running sums are made again one by one,
+ * the same additions from the same value. */
+static int pick(Rng *rng, const double *w, const double *ends, int n, double sum) {
     double target = rng_uniform(rng) * sum;
-    int lo = 0, hi = n; /* the first i in [lo, hi) with target < cum[i], or n */
+    int lo = 0, hi = n / SUM_BLOCK; /* the first block k in [lo, hi) with target < ends[k], or hi */
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (target < cum[mid]) hi = mid;
+        if (target < ends[mid]) hi = mid;
         else lo = mid + 1;
     }
-    return lo < n ? lo : last;   /* none: rounding left target at the very end */
+    double cum = lo > 0 ? ends[lo - 1] : 0.0;
+    for (int i = lo * SUM_BLOCK; i < n; i++)
+        if (target < (cum += w[i])) return i;
+    for (int i = n - 1; i > 0; i--) /* none: rounding left the draw at the very end */
+        if (w[i] > 0.0) return i;
+    return 0;
 }
 
 int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
@@ -506,17 +595,17 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
 
     float max = max_logit(l, s->vocab);
     bool filtered = (p->top_k > 0 && p->top_k < s->vocab) || p->top_p < 1.0f;
-    int n, last = 0;
+    int n;
     double sum = 0.0;
     if (filtered) {
         n = select_top(s, l, max);
         cut_min_p(s->weight, n, p->min_p);
-        sum = chain(s->weight, s->cum, 0, n, 0.0, &last);
+        sum = sampling_sum_in_order(s->weight, n, s->ends);
     } else {   /* the whole vocabulary, in id order */
         n = s->vocab;
-        sum = weigh(l, n, max, p->temperature, p->min_p, s->weight, s->cum, &last);
+        sum = weigh(l, n, max, p->temperature, p->min_p, s->weight, s->ends);
     }
-    int i = pick(&s->rng, s->cum, n, sum, last);
+    int i = pick(&s->rng, s->weight, s->ends, n, sum);
     if (prob) *prob = (float)(s->weight[i] / sum);
     return filtered ? s->sel[i].id : i;
 }

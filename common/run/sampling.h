@@ -62,6 +62,16 @@ void     rng_seed(Rng *r, uint64_t seed);
 uint64_t rng_next(Rng *r);
 double   rng_uniform(Rng *r);   /* in [0, 1), a multiple of 2^-53 */
 
+/* w[0] + w[1] + ... + w[n - 1] added in this order from 0, each w >= 0 (or
+ * NaN): the bits of the plain loop, found a block at a time instead of one
+ * addition after another (sampling.c says how). ends (NULL: not kept) gets
+ * the running sum after each whole block of SAMPLING_SUM_BLOCK. The vector
+ * code is the widest this machine has, or the one SIMD_ISA names (avx512,
+ * avx2; anything else: none), as for the kernels; the sampler's other
+ * vector code follows the same choice, and every choice gives the same bits. */
+#define SAMPLING_SUM_BLOCK 64
+double sampling_sum_in_order(const double *w, int n, double *ends);
+
 /* e^x with + - * / only (error < 1e-15 relative): the same bits on every machine.
  * e^-inf = 0. */
 double sampling_exp(double x);

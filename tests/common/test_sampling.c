@@ -78,6 +78,78 @@ TEST(sampling_exp_matches_libm) {
     CHECK(isnan(sampling_exp(NAN)));
 }
 
+/* ---- the sum in order --------------------------------------------------------- */
+
+/* The vector code each test runs under (SIMD_ISA, see sampling.h): what this
+ * machine has, then each one by name; a name it lacks runs the plain code. */
+static const char *const ISAS[] = {"", "avx512", "avx2", "none"};
+enum { N_ISAS = 4 };
+
+static void use_isa(int k) {
+    if (*ISAS[k]) setenv("SIMD_ISA", ISAS[k], 1);
+    else unsetenv("SIMD_ISA");
+}
+
+/* n weights that try the blocks' rules: ties (a weight exactly halfway
+ * between two multiples of the running sum's last place), binades crossed,
+ * zeros, weights far below and above the sum; special values from the
+ * caller. */
+static void hard_weights(Rng *r, double *w, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        double k = rng_uniform(r);
+        int e;
+        frexp(s, &e); /* s in [2^(e-1), 2^e): its last place is 2^(e-53) */
+        if (s > 0x1p-900 && k < 0.25) w[i] = (double)(2 * (rng_next(r) % 4096) + 1) * ldexp(1.0, e - 54);
+        else if (k < 0.30) w[i] = 0.0;
+        else if (k < 0.33) w[i] = s * (0.5 + rng_uniform(r));
+        else if (k < 0.70) w[i] = s * ldexp(1.0 + rng_uniform(r), -(int)(rng_next(r) % 60));
+        else w[i] = rng_uniform(r);
+        if (i < 5) w[i] = ldexp(rng_uniform(r), -1070); /* subnormal: the sum starts there */
+        s += w[i];
+    }
+}
+
+/* sampling_sum_in_order against the plain loop, bit for bit, sums and ends. */
+static bool sums_differ(const double *w, int n) {
+    double *ends = xmalloc((size_t)(n / SAMPLING_SUM_BLOCK + 1) * sizeof *ends);
+    double got = sampling_sum_in_order(w, n, ends), want = 0.0;
+    bool differ = false;
+    for (int i = 0; i < n; i++) {
+        want += w[i];
+        if ((i + 1) % SAMPLING_SUM_BLOCK == 0) differ |= memcmp(&ends[i / SAMPLING_SUM_BLOCK], &want, sizeof want) != 0;
+    }
+    double bare = sampling_sum_in_order(w, n, NULL);
+    differ |= memcmp(&got, &want, sizeof want) != 0 || memcmp(&bare, &want, sizeof want) != 0;
+    free(ends);
+    return differ;
+}
+
+TEST(sampling_sum_in_order_is_the_plain_loop) {
+    enum { N = 151936 };
+    double *w = xmalloc(N * sizeof *w);
+    Rng gen;
+    rng_seed(&gen, 3);
+    for (int k = 0; k < N_ISAS; k++) {
+        use_isa(k);
+        int bad = 0, cases = 0;
+        for (int c = 0; c < 12; c++, cases++) {
+            int n = c < 8 ? N : 1 + (int)(rng_next(&gen) % 5000);
+            if (c % 3 == 0)
+                for (int i = 0; i < n; i++) w[i] = sampling_exp(-40.0 * rng_uniform(&gen)); /* as a draw's */
+            else
+                hard_weights(&gen, w, n);
+            if (c == 4) w[n / 2] = NAN;
+            if (c == 5) w[n / 3] = INFINITY;
+            if (c == 7) w[n - 100] = w[n - 99] = 0x1.fffffffffffffp1023; /* the sum overflows */
+            bad += sums_differ(w, n);
+        }
+        CHECK_MSG(bad == 0, "SIMD_ISA '%s': %d of %d sums differ from the plain loop's", ISAS[k], bad, cases);
+    }
+    unsetenv("SIMD_ISA");
+    free(w);
+}
+
 /* ---- greedy ----------------------------------------------------------------- */
 
 TEST(sampling_greedy_is_argmax_bitwise) {
@@ -393,6 +465,7 @@ TEST(sampling_fast_paths_draw_as_the_plain_algorithm) {
     int cases = 0, bad = 0;
     for (int v = 0; v < 4; v++) {
         int V = vocabs[v], seeds = V > 100000 ? 6 : 40;
+        use_isa(v); /* each vocabulary under other vector code */
         float *l = xmalloc((size_t)V * sizeof *l);
         for (int seed = 0; seed < seeds; seed++) {
             random_logits(&gen, l, V, seed);
@@ -406,6 +479,7 @@ TEST(sampling_fast_paths_draw_as_the_plain_algorithm) {
         }
         free(l);
     }
+    unsetenv("SIMD_ISA");
     CHECK_MSG(bad == 0, "%d of %d draws differ from the plain algorithm", bad, cases);
 }
 
@@ -422,6 +496,7 @@ TEST(sampling_whole_vocabulary_draws_as_the_plain_algorithm) {
         int V = vocabs[v];
         float *l = xmalloc((size_t)V * sizeof *l);
         for (int seed = 0; seed < 12; seed++) {
+            use_isa((seed + v) % N_ISAS); /* every vocabulary under every vector code */
             random_logits(&gen, l, V, seed);
             SamplerParams p = sampler_params_default();
             p.temperature = temps[seed % 3];
@@ -431,6 +506,7 @@ TEST(sampling_whole_vocabulary_draws_as_the_plain_algorithm) {
         }
         free(l);
     }
+    unsetenv("SIMD_ISA");
     CHECK_MSG(bad == 0, "%d of %d draws differ from the plain algorithm", bad, cases);
 }
 
