@@ -7,7 +7,9 @@
 #   DIR/package/      the bundle and llama.cpp.info.json (its tag), from the tarball
 #   DIR/src/          git clone of the bundle
 #   DIR/cmake/        CPU only, -march=native, Release, static, no HTTPS/curl;
-#                     only the three targets, with -j2
+#                     only the three targets, with -j2; without AMX where the
+#                     CPU says it has AMX but a tile instruction fails (some
+#                     virtual machines): llama.cpp would die on its first matmul
 # Each step is skipped when its output is there; DIR/source.txt names what was built.
 set -eu
 pkg=${1:?usage: llamacpp-build.sh PACKAGE DIR}
@@ -50,13 +52,49 @@ if [ -n "$made_in" ] && [ "$made_in" != "$(pwd)/cmake" ]; then
     fi
 fi
 
-# A build configured before llama-server was one of the targets: configure again.
-if [ -f cmake/CMakeCache.txt ] && [ -z "$moved" ] && ! grep -q '^LLAMA_BUILD_SERVER:BOOL=ON' cmake/CMakeCache.txt; then
+# -march=native turns on AMX where the CPU says it has it; a tiny program
+# asks Linux for the tile state and runs one tile instruction. If it cannot
+# (no compiler support, or the instruction faults), AMX stays off.
+amx_works() {
+    cat > amx-probe.c <<'PROBE'
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <immintrin.h>
+__attribute__((target("amx-tile"))) static void tile(void) {
+    unsigned char cfg[64];
+    memset(cfg, 0, sizeof cfg);
+    cfg[0] = 1;
+    for (int i = 0; i < 8; i++) cfg[16 + 2 * i] = 64, cfg[48 + i] = 16;
+    _tile_loadconfig(cfg);
+    _tile_zero(0);
+    _tile_release();
+}
+int main(void) {
+    if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return 1; /* ARCH_REQ_XCOMP_PERM, XTILEDATA */
+    tile();
+    return 0;
+}
+PROBE
+    cc -O1 -o amx-probe amx-probe.c 2>/dev/null && ./amx-probe 2>/dev/null
+}
+flags=
+if cc -march=native -dM -E - </dev/null 2>/dev/null | grep -q __AMX_TILE__ && ! (amx_works) 2>/dev/null; then
+    flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    say "this CPU says it has AMX but a tile instruction fails here: llama.cpp is built without AMX"
+fi
+rm -f amx-probe amx-probe.c
+
+# A build configured before llama-server was one of the targets, or with
+# other flags: configure again.
+if [ -f cmake/CMakeCache.txt ] && [ -z "$moved" ] && { ! grep -q '^LLAMA_BUILD_SERVER:BOOL=ON' cmake/CMakeCache.txt ||
+    ! grep -qx "CMAKE_CXX_FLAGS:STRING=$flags" cmake/CMakeCache.txt; }; then
     rm -f cmake/CMakeCache.txt
 fi
 if [ ! -f cmake/CMakeCache.txt ]; then
     say "configuring llama.cpp $(cat source.txt) in $dir/cmake"
     cmake -S src -B cmake -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
+        -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
         -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DGGML_CCACHE=OFF -Wno-dev >cmake.log 2>&1 ||
         { tail -n 20 cmake.log >&2; fail "cmake could not configure llama.cpp (all of it in $dir/cmake.log)"; }
