@@ -102,7 +102,8 @@ static void cut_min_p(double *weight, int n, float min_p) {
 #define SUM_BLOCK SAMPLING_SUM_BLOCK
 
 /* The vectors the many-at-once code runs on: the widest this machine has,
- * or those SIMD_ISA names, as the kernels choose theirs (backend_simd.c). */
+ * or those SIMD_ISA names (any avx512 name: AVX-512F is all it needs; avx2;
+ * anything else: none), the variable the kernels read too (backend_simd.c). */
 typedef enum { ISA_NONE, ISA_AVX2, ISA_AVX512 } Isa;
 
 typedef struct {
@@ -220,7 +221,8 @@ static float max_scalar(const float *logits, int n) {
  * minus this are k + 1023, 2^k's exponent field. */
 #define EXP_BIAS_BITS (0x4338000000000000ll - 1023)
 
-/* weights_scalar and cut_min_p for logits[0..SUM_BLOCK), W lanes a vector,
+/* weights_scalar and cut_min_p for logits[0..SUM_BLOCK), max being the max
+ * of the logits the caller has (the x <= 0 below needs it), W lanes a vector,
  * EXP_GROUPS vectors side by side, written once for AVX2 (W = 4) and
  * AVX-512 (W = 8): V is the vector of W doubles, I of W int64s, and an
  * operation on a vector (GCC's vector types) is that operation on every
@@ -423,9 +425,8 @@ struct Sampler {
     Cand *heap;        /* [vocab] */
     Cand *sel;         /* [vocab] the kept candidates, best first */
     double *weight;    /* [vocab] unnormalized probabilities of the kept candidates */
-    double *ends;      /* [vocab / SUM_BLOCK] their running sums after each whole block */
+    double *ends;      /* [vocab / SUM_BLOCK + 1] their running sums after each whole block */
     int32_t *ids;      /* [vocab] candidates for the heap (select_top) */
-    double *scratch;   /* [vocab] the weights of top-p's total (select_top) */
 };
 
 SamplerParams sampler_params_default(void) {
@@ -463,7 +464,6 @@ Sampler *sampler_create(const SamplerParams *p, int vocab_size) {
     s->sel = xmalloc((size_t)vocab_size * sizeof *s->sel);
     s->weight = xmalloc((size_t)vocab_size * sizeof *s->weight);
     s->ends = xmalloc((size_t)(vocab_size / SUM_BLOCK + 1) * sizeof *s->ends);
-    s->scratch = xmalloc((size_t)vocab_size * sizeof *s->scratch);
     s->ids = xmalloc((size_t)vocab_size * sizeof *s->ids);
     return s;
 }
@@ -471,7 +471,7 @@ Sampler *sampler_create(const SamplerParams *p, int vocab_size) {
 void sampler_free(Sampler *s) {
     if (!s) return;
     free(s->counts), free(s->seen), free(s->penalized);
-    free(s->heap), free(s->sel), free(s->weight), free(s->ends), free(s->scratch), free(s->ids);
+    free(s->heap), free(s->sel), free(s->weight), free(s->ends), free(s->ids);
     free(s);
 }
 
@@ -539,7 +539,7 @@ static int select_top(Sampler *s, const float *logits, float max) {
     bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
     double stop = INFINITY;   /* pop until the kept mass reaches this */
     if (p_on && !k_on) {
-        double z = weigh(logits, V, max, p->temperature, 0.0f, s->scratch, NULL);
+        double z = weigh(logits, V, max, p->temperature, 0.0f, s->weight, NULL); /* pop_best writes them anew */
         stop = (double)p->top_p * z;
     }
     int limit = k_on ? p->top_k : V;
