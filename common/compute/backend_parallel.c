@@ -69,11 +69,12 @@ static void job_columns(void *arg, int chunk) {
 
 static void parallel_matmul(Backend *be, float *y, const float *x, const Tensor *w, int n) {
     ParImpl *im = be->impl;
-    MatmulJob j = {im->k, y, {0}, w, simd_tile_cols(im->k, w->type), 1};
-    simd_acts_init(&j.a, &im->scratch, im->k, x, n, w->ne[0], w->type);
+    const SimdKernels *k = simd_kernels_for(im->k, w->type);
+    MatmulJob j = {k, y, {0}, w, simd_tile_cols(k, w->type), 1};
+    simd_acts_init(&j.a, &im->scratch, k, x, n, w->ne[0], w->type);
     int threads = pool_threads(im->pool);
     bool wide = threads > 1 && (double)n * (double)w->ne[0] * (double)w->ne[1] >= PAR_MIN_WORK;
-    if (im->k) { /* quantize the activation rows (a no-op for float weights) */
+    if (k) { /* quantize the activation rows (a no-op for float weights) */
         j.n_chunks = wide ? min_int(n, threads * PAR_CHUNKS_PER_THREAD) : 1;
         pool_run(im->pool, job_prepare, &j, j.n_chunks);
     }

@@ -93,6 +93,16 @@ const SimdKernels *simd_kernels(void) {
     return k ? k : simd_kernels_isa("avx2");
 }
 
+const SimdKernels *simd_kernels_for(const SimdKernels *k, DType t) {
+#if defined(__x86_64__)
+    bool super_block = t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_IQ4_XS;
+    if (k && super_block && strncmp(k->isa, "avx512", 6) == 0) return &k256_kernels; /* a CPU with AVX-512 has AVX2 */
+#else
+    (void)t;
+#endif
+    return k;
+}
+
 bool simd_reads_tiles(void) {
     const SimdKernels *k = simd_kernels();
     return k && k->tiles;
@@ -173,10 +183,11 @@ static void simd_matmul(Backend *be, float *y, const float *x, const Tensor *w, 
         scalar_matmul_rows(y, x, w, n, 0, (int)w->ne[1]);
         return;
     }
+    const SimdKernels *k = simd_kernels_for(im->k, w->type);
     SimdActs a;
-    simd_acts_init(&a, &im->scratch, im->k, x, n, w->ne[0], w->type);
-    im->k->prepare_rows(&a, 0, n);
-    im->k->matmul_cols(y, &a, w, 0, (int)w->ne[1]);
+    simd_acts_init(&a, &im->scratch, k, x, n, w->ne[0], w->type);
+    k->prepare_rows(&a, 0, n);
+    k->matmul_cols(y, &a, w, 0, (int)w->ne[1]);
 }
 
 static void simd_attention(Backend *be, float *out, const float *q, const KvSpan *spans, int n_spans, AttnShape s) {

@@ -63,6 +63,14 @@ const SimdKernels *simd_kernels_isa(const char *isa);
 /* True when the build simd_kernels() picks reads weight tiles (tiles.h):
  * the model loader builds them only then. */
 bool simd_reads_tiles(void);
+/* The build that runs matrices of type t for build k: k itself, except the
+ * super-block types Q3_K, Q4_K, Q5_K and IQ4_XS on AVX-512, which run on
+ * the AVX2 build. Its kernels sum whole super-blocks of 256 on integers,
+ * where AVX-512's take blocks of 32 (book/performance.md, "Sum a whole
+ * super-block"); on a 2.1 GHz AVX-512 Xeon that made Q4_K_M decode 1.36
+ * times faster and prefill 1.45. The same build for every row count, so a
+ * row's result never depends on the batch it is in. */
+const SimdKernels *simd_kernels_for(const SimdKernels *k, DType t);
 /* True for the weight types whose activations are quantized first. */
 bool simd_quantized(DType t);
 /* True when k prepares activations for weights of type t (quantized, or
