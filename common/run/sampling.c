@@ -194,8 +194,8 @@ static void in_order_add(InOrder *a, const double *w, int n) {
     a->b = binade(a->sum);
 }
 
-double sampling_sum_in_order(const double *w, int n, double *ends) {
-    InOrder a = {0.0, 0.0, isa_now()};
+static double sum_in_order(Isa isa, const double *w, int n, double *ends) {
+    InOrder a = {0.0, 0.0, isa};
     int i = 0;
     for (; i + SUM_BLOCK <= n; i += SUM_BLOCK) {
         in_order_add(&a, w + i, SUM_BLOCK);
@@ -204,6 +204,8 @@ double sampling_sum_in_order(const double *w, int n, double *ends) {
     in_order_add(&a, w + i, n - i);
     return a.sum;
 }
+
+double sampling_sum_in_order(const double *w, int n, double *ends) { return sum_in_order(isa_now(), w, n, ends); }
 
 static float max_scalar(const float *logits, int n) {
     float m = logits[0];
@@ -324,8 +326,9 @@ static SAMPLING_AVX2 int at_least_avx2(const float *logits, int n, float floor, 
  * running sum after each whole block into ends (NULL: none); returns their
  * sum, sampling_sum_in_order's: a block of weights, then its sum, while the
  * block is in the cache. */
-static double weigh(const float *logits, int n, float max, float t, float min_p, double *w, double *ends) {
-    InOrder sum = {0.0, 0.0, isa_now()};
+static double weigh(Isa isa, const float *logits, int n, float max, float t, float min_p, double *w,
+                    double *ends) {
+    InOrder sum = {0.0, 0.0, isa};
     int i = 0;
     for (; i + SUM_BLOCK <= n; i += SUM_BLOCK) {
 #if defined(__x86_64__)
@@ -346,25 +349,25 @@ static double weigh(const float *logits, int n, float max, float t, float min_p,
     return sum.sum;
 }
 
-static float max_logit(const float *logits, int n) {
+static float max_logit(Isa isa, const float *logits, int n) {
 #if defined(__x86_64__)
-    if (isa_now() != ISA_NONE) return max_avx2(logits, n);
+    if (isa != ISA_NONE) return max_avx2(logits, n);
 #endif
     return max_scalar(logits, n);
 }
 
-static bool has_nan(const float *logits, int n) {
+static bool has_nan(Isa isa, const float *logits, int n) {
 #if defined(__x86_64__)
-    if (isa_now() != ISA_NONE) return has_nan_avx2(logits, n);
+    if (isa != ISA_NONE) return has_nan_avx2(logits, n);
 #endif
     for (int i = 0; i < n; i++)
         if (logits[i] != logits[i]) return true;
     return false;
 }
 
-static int at_least(const float *logits, int n, float floor, int32_t *ids) {
+static int at_least(Isa isa, const float *logits, int n, float floor, int32_t *ids) {
 #if defined(__x86_64__)
-    if (isa_now() != ISA_NONE) return at_least_avx2(logits, n, floor, ids);
+    if (isa != ISA_NONE) return at_least_avx2(logits, n, floor, ids);
 #endif
     int m = 0;
     for (int i = 0; i < n; i++)
@@ -417,6 +420,7 @@ static Cand heap_pop(Cand *h, int *n) {
 struct Sampler {
     SamplerParams p;
     int vocab;
+    Isa isa;           /* the vector code, chosen once (isa_now) */
     Rng rng;
     int32_t *counts;   /* [vocab] times each token was accepted */
     int32_t *seen;     /* [vocab] the distinct accepted tokens, n_seen of them */
@@ -456,6 +460,7 @@ Sampler *sampler_create(const SamplerParams *p, int vocab_size) {
     Sampler *s = xcalloc(1, sizeof *s);
     s->p = *p;
     s->vocab = vocab_size;
+    s->isa = isa_now();
     rng_seed(&s->rng, p->seed);
     s->counts = xcalloc((size_t)vocab_size, sizeof *s->counts);
     s->seen = xmalloc((size_t)vocab_size * sizeof *s->seen);
@@ -539,13 +544,13 @@ static int select_top(Sampler *s, const float *logits, float max) {
     bool k_on = p->top_k > 0 && p->top_k < V, p_on = p->top_p < 1.0f;
     double stop = INFINITY;   /* pop until the kept mass reaches this */
     if (p_on && !k_on) {
-        double z = weigh(logits, V, max, p->temperature, 0.0f, s->weight, NULL); /* pop_best writes them anew */
+        double z = weigh(s->isa, logits, V, max, p->temperature, 0.0f, s->weight, NULL); /* pop_best writes them anew */
         stop = (double)p->top_p * z;
     }
     int limit = k_on ? p->top_k : V;
-    if (!has_nan(logits, V)) /* a NaN sits somewhere in a heap of all: keep that heap's order */
+    if (!has_nan(s->isa, logits, V)) /* a NaN sits somewhere in a heap of all: keep that heap's order */
         for (double below = 16.0 * p->temperature; m < 0 && below < 1e30; below *= 4.0) {
-            int n = at_least(logits, V, (float)((double)max - below), s->ids);
+            int n = at_least(s->isa, logits, V, (float)((double)max - below), s->ids);
             if (n == V) break;
             if (k_on && n < limit) continue; /* top-k: fewer than k cannot do */
             heap_build(s->heap, logits, s->ids, n);
@@ -593,17 +598,17 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
     const float *l = apply_penalties(s, logits);
     if (p->temperature <= 0.0f) return argmax(l, s->vocab, prob);
 
-    float max = max_logit(l, s->vocab);
+    float max = max_logit(s->isa, l, s->vocab);
     bool filtered = (p->top_k > 0 && p->top_k < s->vocab) || p->top_p < 1.0f;
     int n;
     double sum = 0.0;
     if (filtered) {
         n = select_top(s, l, max);
         cut_min_p(s->weight, n, p->min_p);
-        sum = sampling_sum_in_order(s->weight, n, s->ends);
+        sum = sum_in_order(s->isa, s->weight, n, s->ends);
     } else {   /* the whole vocabulary, in id order */
         n = s->vocab;
-        sum = weigh(l, n, max, p->temperature, p->min_p, s->weight, s->ends);
+        sum = weigh(s->isa, l, n, max, p->temperature, p->min_p, s->weight, s->ends);
     }
     int i = pick(&s->rng, s->weight, s->ends, n, sum);
     if (prob) *prob = (float)(s->weight[i] / sum);
@@ -613,7 +618,7 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
 int sampler_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, float *logprobs) {
     if (k <= 0 || vocab <= 0) return 0;
     if (k > vocab) k = vocab;
-    float max = max_logit(logits, vocab);
+    float max = max_logit(isa_now(), logits, vocab);
     double z = 0.0;
     for (int i = 0; i < vocab; i++) z += sampling_exp((double)logits[i] - max);
     double log_z = log(z);
