@@ -1,6 +1,7 @@
 /* backend_simd.c: the simd backend: the kernels of simd_kernels.h on one
- * thread. The kernels are compiled here twice, for AVX-512 and for AVX2 (with
- * FMA and F16C), each inside a target pragma, so the file builds with plain
+ * thread. The kernels are compiled here three times, for AVX-512, for AVX2
+ * (with FMA and F16C) and for AVX2 with AVX-512's VNNI and registers, each
+ * inside a target pragma, so the file builds with plain
  * -O2 and the CPU is asked at run time which build it can run. On a machine
  * with neither (or not x86: NEON kernels are not written yet) the backend runs
  * the scalar kernels. */
@@ -27,9 +28,11 @@
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 #endif
 #define SIMD_512 1
+#define SIMD_VNNI 1
 #define K(name) k512_##name
 #include "simd_kernels.h"
 #undef K
+#undef SIMD_VNNI
 #undef SIMD_512
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -44,9 +47,30 @@
 #pragma GCC target("avx2,fma,f16c")
 #endif
 #define SIMD_512 0
+#define SIMD_VNNI 0
 #define K(name) k256_##name
 #include "simd_kernels.h"
 #undef K
+#undef SIMD_VNNI
+#undef SIMD_512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")
+#endif
+#define SIMD_512 0
+#define SIMD_VNNI 1
+#define K(name) k256v_##name
+#include "simd_kernels.h"
+#undef K
+#undef SIMD_VNNI
 #undef SIMD_512
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -78,6 +102,7 @@ const SimdKernels *simd_kernels_isa(const char *isa) {
                   __builtin_cpu_supports("avx512vnni");
     if (strcmp(isa, "avx512bf16") == 0 && avx512 && cpu_has_avx512bf16()) return &k512_kernels_bf16;
     if (strcmp(isa, "avx512") == 0 && avx512) return &k512_kernels;
+    if (strcmp(isa, "avx2vnni") == 0 && avx512) return &k256v_kernels;
     if (strcmp(isa, "avx2") == 0 && avx2) return &k256_kernels;
 #else
     (void)isa;
@@ -96,7 +121,7 @@ const SimdKernels *simd_kernels(void) {
 const SimdKernels *simd_kernels_for(const SimdKernels *k, DType t) {
 #if defined(__x86_64__)
     bool super_block = t == DT_Q3_K || t == DT_Q4_K || t == DT_Q5_K || t == DT_IQ4_XS;
-    if (k && super_block && strncmp(k->isa, "avx512", 6) == 0) return &k256_kernels; /* a CPU with AVX-512 has AVX2 */
+    if (k && super_block && strncmp(k->isa, "avx512", 6) == 0) return &k256v_kernels; /* what avx512 needs, avx2vnni needs */
 #else
     (void)t;
 #endif

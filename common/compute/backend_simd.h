@@ -38,7 +38,7 @@ typedef struct {
 
 /* One instruction-set build of the kernels. */
 typedef struct {
-    const char *isa;  /* "avx512bf16", "avx512", "avx2" */
+    const char *isa;  /* "avx512bf16", "avx512", "avx2vnni", "avx2" */
     bool bf16_pairs;  /* BF16 weights: activations rounded to BF16, pairs by vdpbf16ps */
     int qblocks;      /* 32-blocks per integer vector: quantized rows are padded to it */
     int ftile_cols;   /* outputs per tile, float and quantized weights: thread */
@@ -58,18 +58,20 @@ typedef struct {
  * kernels. SIMD_ISA=avx512 or avx2 in the environment picks an older build
  * on a newer machine (to test the fallbacks). */
 const SimdKernels *simd_kernels(void);
-/* The build named isa ("avx512bf16", "avx512", "avx2") if this CPU runs it, else NULL. */
+/* The build named isa ("avx512bf16", "avx512", "avx2vnni", "avx2") if this
+ * CPU runs it, else NULL. avx2vnni needs what avx512 needs. */
 const SimdKernels *simd_kernels_isa(const char *isa);
 /* True when the build simd_kernels() picks reads weight tiles (tiles.h):
  * the model loader builds them only then. */
 bool simd_reads_tiles(void);
 /* The build that runs matrices of type t for build k: k itself, except the
  * super-block types Q3_K, Q4_K, Q5_K and IQ4_XS on AVX-512, which run on
- * the AVX2 build. Its kernels sum whole super-blocks of 256 on integers,
- * where AVX-512's take blocks of 32 (book/performance.md, "Sum a whole
- * super-block"); on a 2.1 GHz AVX-512 Xeon that made Q4_K_M decode 1.36
- * times faster and prefill 1.45. The same build for every row count, so a
- * row's result never depends on the batch it is in. */
+ * the AVX2 kernels (the avx2vnni build, the avx2 build's bits). They sum
+ * whole super-blocks of 256 on integers, where AVX-512's take blocks of 32
+ * (book/performance.md, "Sum a whole super-block"); on a 2.1 GHz AVX-512
+ * Xeon that made Q4_K_M decode 1.36 times faster and prefill 1.45. The same
+ * build for every row count, so a row's result never depends on the batch
+ * it is in. */
 const SimdKernels *simd_kernels_for(const SimdKernels *k, DType t);
 /* True for the weight types whose activations are quantized first. */
 bool simd_quantized(DType t);

@@ -1,8 +1,12 @@
-/* simd_kernels.h: the simd kernels, written once and compiled twice by
+/* simd_kernels.h: the simd kernels, written once and compiled three times by
  * backend_simd.c: for AVX-512 (SIMD_512 = 1: 16 float lanes, two 32-blocks per
- * integer vector) and for AVX2 (SIMD_512 = 0: 8 lanes, one block per vector).
- * There is deliberately no include guard. The includer defines SIMD_512 and
- * K(name), which gives every function and type of one build its own prefix.
+ * integer vector), for AVX2 (SIMD_512 = 0: 8 lanes, one block per vector),
+ * and for AVX2 on an AVX-512 machine (SIMD_512 = 0, SIMD_VNNI = 1: the packed
+ * super-block kernels add a block's byte products with vpdpbusd on 8 lanes,
+ * the same integers, and the compiler has 32 vector registers).
+ * There is deliberately no include guard. The includer defines SIMD_512,
+ * SIMD_VNNI and K(name), which gives every function and type of one build its
+ * own prefix.
  *
  * THE RULE (see backend.h): every output y[i, o] is one dot product with its
  * own vector accumulator, updated by the same operations in the same order
@@ -1974,13 +1978,24 @@ INLINE void K(iq4xs_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *
         x[r] = a->q + (size_t)(i0 + r) * a->q_stride + 256 * (size_t)sb;
         sum[r] = _mm256_setzero_si256();
     }
-    for (int j = 0; j < 8; j++, p += 17)
+    for (int j = 0; j < 8; j++, p += 17) {
+#if SIMD_VNNI /* a block's 32 products per lane by vpdpbusd, then times its scale once */
+        __m256i bs[PC_R];
+        UNROLL for (int r = 0; r < R; r++) bs[r] = _mm256_setzero_si256();
+        UNROLL for (int g = 0; g < 8; g++)
+            UNROLL for (int r = 0; r < R; r++)
+                bs[r] = _mm256_dpbusd_epi32(bs[r], p[g], _mm256_sign_epi8(K(x4)(x[r] + 32 * j + 4 * g), p[9 + g]));
+        const __m256i scale = _mm256_srai_epi32(p[8], 16);
+        UNROLL for (int r = 0; r < R; r++) sum[r] = _mm256_add_epi32(sum[r], _mm256_mullo_epi32(bs[r], scale));
+#else
         UNROLL for (int g = 0; g < 8; g++)
             UNROLL for (int r = 0; r < R; r++) {
                 __m256i xs = _mm256_sign_epi8(K(x4)(x[r] + 32 * j + 4 * g), p[9 + g]);
                 sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(p[g], xs), p[8]));
                 KEEP_CHAIN(sum[r]);
             }
+#endif
+    }
     __m256 d = _mm256_castsi256_ps(p[0]);
     UNROLL for (int r = 0; r < R; r++) {
         __m256 xd = _mm256_set1_ps(a->s[(size_t)(i0 + r) * a->s_stride + (size_t)sb]);
@@ -2040,6 +2055,15 @@ INLINE void K(q4k_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p,
         sum[r] = msum[r] = _mm256_setzero_si256();
     }
     for (int j = 0; j < 8; j++, p += 10) {
+#if SIMD_VNNI
+        __m256i bs[PC_R];
+        UNROLL for (int r = 0; r < R; r++) bs[r] = _mm256_setzero_si256();
+        UNROLL for (int g = 0; g < 8; g++)
+            UNROLL for (int r = 0; r < R; r++) bs[r] = _mm256_dpbusd_epi32(bs[r], p[g], K(x4)(x[r] + 32 * j + 4 * g));
+        const __m256i scale = _mm256_srai_epi32(p[8], 16);
+        UNROLL for (int r = 0; r < R; r++) {
+            sum[r] = _mm256_add_epi32(sum[r], _mm256_mullo_epi32(bs[r], scale));
+#else
         __m256i s16[PC_R];
         UNROLL for (int r = 0; r < R; r++) s16[r] = _mm256_setzero_si256();
         UNROLL for (int g = 0; g < 8; g++)
@@ -2049,6 +2073,7 @@ INLINE void K(q4k_pdot)(int R, __m256 *acc, const SimdActs *a, const __m256i *p,
             }
         UNROLL for (int r = 0; r < R; r++) {
             sum[r] = _mm256_add_epi32(sum[r], _mm256_madd_epi16(s16[r], p[8]));
+#endif
             /* the block's two sums of 16 side by side, times its min in both halves */
             msum[r] = _mm256_add_epi32(msum[r], _mm256_madd_epi16(p[9], K(x4)((const int8_t *)(xs[r] + 2 * j))));
         }
@@ -2215,7 +2240,7 @@ static void K(attention_heads)(float *out, const float *q, const KvSpan *spans, 
 }
 
 static const SimdKernels K(kernels) = {
-    .isa = SIMD_512 ? "avx512" : "avx2",
+    .isa = SIMD_512 ? "avx512" : SIMD_VNNI ? "avx2vnni" : "avx2",
     .qblocks = QB,
     .ftile_cols = FT_C,
     .qtile_cols = PC_N, /* thread ranges in whole packed tiles (a multiple of QT_C) */

@@ -102,7 +102,7 @@ static void cut_min_p(double *weight, int n, float min_p) {
 #define SUM_BLOCK SAMPLING_SUM_BLOCK
 
 /* The vectors the many-at-once code runs on: the widest this machine has,
- * or those SIMD_ISA names (any avx512 name: AVX-512F is all it needs; avx2;
+ * or those SIMD_ISA names (any avx512 name: AVX-512F is all it needs; any avx2 name;
  * anything else: none), the variable the kernels read too (backend_simd.c). */
 typedef enum { ISA_NONE, ISA_AVX2, ISA_AVX512 } Isa;
 
@@ -136,7 +136,7 @@ static Isa isa_now(void) {
     bool avx2 = cpu_avx2(), avx512 = avx2 && cpu_avx512();
     if (!want || !*want) return avx512 ? ISA_AVX512 : avx2 ? ISA_AVX2 : ISA_NONE;
     if (strncmp(want, "avx512", 6) == 0 && avx512) return ISA_AVX512; /* avx512, avx512bf16 */
-    return strcmp(want, "avx2") == 0 && avx2 ? ISA_AVX2 : ISA_NONE;
+    return strncmp(want, "avx2", 4) == 0 && avx2 ? ISA_AVX2 : ISA_NONE; /* avx2, avx2vnni */
 #else
     return ISA_NONE;
 #endif

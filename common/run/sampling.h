@@ -67,7 +67,7 @@ double   rng_uniform(Rng *r);   /* in [0, 1), a multiple of 2^-53 */
  * addition after another (sampling.c says how). ends (NULL: not kept) gets
  * the running sum after each whole block of SAMPLING_SUM_BLOCK. The vector
  * code is the widest this machine has, or the one SIMD_ISA names (the
- * variable the kernels read: any avx512 name, avx2; anything else: none);
+ * variable the kernels read: any avx512 name, any avx2 name; anything else: none);
  * a Sampler makes the same choice once, when it is created, and every choice
  * gives the same bits. */
 #define SAMPLING_SUM_BLOCK 64

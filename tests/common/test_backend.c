@@ -75,8 +75,8 @@ static void free_weight(Weight *w) {
 /* The kernel builds to test: each simd build the CPU runs, then none (scalar). */
 static int kernel_builds(const SimdKernels **ks) {
     int n = 0;
-    const char *isas[] = {"avx512bf16", "avx512", "avx2"};
-    for (int i = 0; i < 3; i++)
+    const char *isas[] = {"avx512bf16", "avx512", "avx2vnni", "avx2"};
+    for (int i = 0; i < 4; i++)
         if (simd_kernels_isa(isas[i])) ks[n++] = simd_kernels_isa(isas[i]);
     ks[n++] = NULL;
     return n;
@@ -152,12 +152,12 @@ static void check_batch_invariance(Backend *be, const Weight *w, const float *x,
 }
 
 TEST(backend_matmul_batch_invariant) {
-    const SimdKernels *ks[4];
+    const SimdKernels *ks[5];
     int nk = kernel_builds(ks);
     for (int c = 0; c < N_TYPES; c++) {
         const TypeCase *tc = &TYPES[c];
         Weight w = make_weight(tc->type, tc->in, OUT, (uint32_t)c + 1);
-        float *x = malloc(sizeof(float) * MAX_N * tc->in), *rows[4], *full = malloc(sizeof(float) * MAX_N * OUT);
+        float *x = malloc(sizeof(float) * MAX_N * tc->in), *rows[5], *full = malloc(sizeof(float) * MAX_N * OUT);
         fill(x, (size_t)MAX_N * tc->in, 100 + (uint32_t)c);
         for (int tiled = 0; tiled <= (int)tiles_type(tc->type); tiled++) { /* tiles: the same bits as rows */
             if (tiled) add_tiles(&w);
@@ -178,12 +178,38 @@ TEST(backend_matmul_batch_invariant) {
     }
 }
 
+/* The AVX2 build with VNNI (what AVX-512 machines run for IQ4_XS and the
+ * K-quants with super-block sums, simd_kernels_for) gives the AVX2 build's
+ * bits for every type and batch: vpdpbusd's sums are the same integers. */
+TEST(backend_avx2vnni_is_avx2_bitwise) {
+    const SimdKernels *plain = simd_kernels_isa("avx2"), *vnni = simd_kernels_isa("avx2vnni");
+    if (!plain || !vnni) SKIP("no AVX-512 VNNI here: the avx2vnni build cannot run");
+    Backend *a = backend_simd_create(plain), *b = backend_simd_create(vnni);
+    for (int c = 0; c < N_TYPES && !test_failed_now(); c++) {
+        const TypeCase *tc = &TYPES[c];
+        Weight w = make_weight(tc->type, tc->in, OUT, (uint32_t)c + 300);
+        float *x = malloc(sizeof(float) * MAX_N * tc->in), *ya = malloc(sizeof(float) * MAX_N * OUT),
+              *yb = malloc(sizeof(float) * MAX_N * OUT);
+        fill(x, (size_t)MAX_N * tc->in, 300 + (uint32_t)c);
+        for (int n = 1; n <= MAX_N; n++) {
+            matmul(a, ya, x, &w.t, n);
+            matmul(b, yb, x, &w.t, n);
+            CHECK_MSG(rows_equal(ya, yb, n * OUT), "%s in=%d, batch %d: avx2vnni differs from avx2",
+                      dtype_name(tc->type), tc->in, n);
+        }
+        free(x), free(ya), free(yb);
+        free_weight(&w);
+    }
+    backend_free(a);
+    backend_free(b);
+}
+
 /* The parallel backend, for every batch size 1..16 and 1..4 threads, gives
  * each row the bits of a one-row call on the simd backend (the same kernels,
  * columns split among threads); the matrix is large enough to be split. The
  * types with tiles have them, as a loaded model's do. */
 TEST(backend_matmul_threads_invariant) {
-    const SimdKernels *ks[4];
+    const SimdKernels *ks[5];
     int nk = kernel_builds(ks);
     int out = 301;
     for (int k = 0; k < nk; k++) {
@@ -225,7 +251,7 @@ TEST(backend_matmul_long_rows_and_big_batches) {
         {DT_IQ4_XS, 1280, 5e-3},
     };
     const int sizes[] = {1, 2, 3, 5, 8, 17, 40}, big = 40, out = 53;
-    const SimdKernels *ks[4];
+    const SimdKernels *ks[5];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
     for (int c = 0; c < (int)(sizeof LONG / sizeof LONG[0]); c++) {
@@ -286,7 +312,7 @@ static void extreme_row(DType t, uint8_t *row, int in, int o) {
  * unsigned byte). Close to scalar and the same bits in every batch, for
  * every build. */
 TEST(backend_matmul_extreme_codes) {
-    const SimdKernels *ks[4];
+    const SimdKernels *ks[5];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
     const DType types[] = {DT_Q4_0, DT_Q8_0, DT_Q4_K, DT_IQ4_XS};
@@ -323,7 +349,7 @@ TEST(backend_matmul_extreme_codes) {
 /* simd against the scalar reference: per element, relative to sum |w x|
  * (float types: rounding only; quantized types: the 8-bit activations). */
 TEST(backend_matmul_close_to_scalar) {
-    const SimdKernels *ks[4];
+    const SimdKernels *ks[5];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
     int n = 5;
@@ -357,7 +383,7 @@ TEST(backend_matmul_close_to_scalar) {
  * and parallel by the 8-bit activations too (BACKEND_VERBOSE=1 prints the
  * worst error of each). */
 TEST(backend_matmul_close_to_float64) {
-    const SimdKernels *ks[4];
+    const SimdKernels *ks[5];
     int nk = kernel_builds(ks);
     int n = 3;
     for (int c = 0; c < N_TYPES; c++) {
@@ -426,7 +452,7 @@ static int cut_spans(const float *k, const float *v, int n, int kv_dim, const in
 }
 
 TEST(backend_attention_spans_and_threads_invariant) {
-    const SimdKernels *ks[4];
+    const SimdKernels *ks[5];
     int nk = kernel_builds(ks);
     Backend *scalar = backend_scalar_create();
     static const int cuts[][4] = {{16, 16, 16, 16}, {1, 2, 3, 4}, {5, 0, 0, 0}, {3, 29, 1, 7}};
