@@ -250,26 +250,33 @@ INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor
 }
 
 /* With a few activation rows (decode, a small batch) a tile shares little
- * but the activation loads, and memory is the limit: the fewer weight rows
- * side by side, the faster it streams. One activation row reads one weight
- * row at a time and asks for nothing ahead: a single stream is what the
- * hardware's own prefetchers follow best. Two or three rows of F16 (or BF16
- * widened here) take pairs, asking ahead, which kept memory busier than one
- * row at a time; so does one row of F16, and one of BF16 with AVX2: an
- * output's sum is one chain of FMAs 4 cycles apart, and their step of 32
- * bytes a row (16 with AVX2) alone reads 8 bytes a cycle, less than memory
- * gives a core at 2 GHz (F16 on a 2.1 GHz AVX-512 Xeon: 12 tokens/s one row
- * at a time, 20 in pairs). Each output's sum is the same whatever the
- * tile, so none of this changes a bit. */
+ * but the activation loads, and memory is the limit: how many weight rows
+ * to read side by side is what was fastest, measured, and it depends on the
+ * machine. One activation row on an AMD machine with AVX-512 reads F32 and
+ * BF16 one weight row at a time and asks for nothing ahead: a single stream
+ * is what its prefetchers followed best. F16, and BF16 with AVX2, take
+ * pairs, asking ahead: an output's sum is one chain of FMAs 4 cycles apart,
+ * and one F16 step of 32 bytes (16 with AVX2) a chain did not keep memory
+ * busy (a 2.1 GHz Intel Xeon: F16 12 tokens/s one row at a time, 20 in
+ * pairs). On Intel machines with AVX-512 one row reads 4 weight rows, all
+ * three types (a 2.6 GHz Xeon: F32 12.5 -> 13.5 tokens/s, F16 22.3 -> 25.0,
+ * BF16 without AVX512-BF16 20.5 -> 24.4). Two or three rows take pairs, F32
+ * one row at a time. Each output's sum is the same whatever the tile, so
+ * none of this changes a bit. */
 #define SMALL_ROWS 3
 INLINE void K(fcols)(DType t, float *y, const float *x, const Tensor *w, int n, int c0, int c1) {
     int o = c0;
-    bool small = n <= SMALL_ROWS, pairs = small && t != DT_F32 && (n > 1 || t == DT_F16 || !SIMD_512);
-    bool ask = !small || pairs;
-    if (pairs)
-        for (; o + 2 <= c1; o += 2) K(fcols_tile)(t, 2, y, x, w, n, o, c1, ask);
-    else if (!small)
+    int cols = n > SMALL_ROWS                                          ? FT_C
+               : SIMD_512 && n == 1 && __builtin_cpu_is("intel")      ? 4
+               : t != DT_F32 && (n > 1 || t == DT_F16 || !SIMD_512) ? 2
+                                                                       : 1;
+    bool ask = cols > 1;
+    if (cols == FT_C)
         for (; o + FT_C <= c1; o += FT_C) K(fcols_tile)(t, FT_C, y, x, w, n, o, c1, ask);
+    else if (cols == 4)
+        for (; o + 4 <= c1; o += 4) K(fcols_tile)(t, 4, y, x, w, n, o, c1, ask);
+    else if (cols == 2)
+        for (; o + 2 <= c1; o += 2) K(fcols_tile)(t, 2, y, x, w, n, o, c1, ask);
     for (; o < c1; o++) K(fcols_tile)(t, 1, y, x, w, n, o, c1, ask);
 }
 
