@@ -21,62 +21,37 @@
 #endif
 
 #if defined(__x86_64__)
-#if defined(__clang__) /* clang ignores GCC's target pragmas */
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c"))), apply_to = function)
+/* Each build's functions compiled for its instructions: GCC's target
+ * pragma, or the same as an attribute for clang, which ignores that pragma. */
+#define SIMD_PRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define SIMD_TARGET_PUSH(t) SIMD_PRAGMA(clang attribute push(__attribute__((target(t))), apply_to = function))
+#define SIMD_TARGET_POP() SIMD_PRAGMA(clang attribute pop)
 #else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+#define SIMD_TARGET_PUSH(t) SIMD_PRAGMA(GCC push_options) SIMD_PRAGMA(GCC target(t))
+#define SIMD_TARGET_POP() SIMD_PRAGMA(GCC pop_options)
 #endif
+
+SIMD_TARGET_PUSH("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 #define SIMD_512 1
 #define SIMD_VNNI 1
 #define K(name) k512_##name
-#include "simd_kernels.h"
-#undef K
-#undef SIMD_VNNI
-#undef SIMD_512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "simd_kernels.h" /* it undefines SIMD_512, SIMD_VNNI and K */
+SIMD_TARGET_POP()
 
-#if defined(__clang__) /* clang ignores GCC's target pragmas */
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+SIMD_TARGET_PUSH("avx2,fma,f16c")
 #define SIMD_512 0
 #define SIMD_VNNI 0
 #define K(name) k256_##name
 #include "simd_kernels.h"
-#undef K
-#undef SIMD_VNNI
-#undef SIMD_512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+SIMD_TARGET_POP()
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")
-#endif
+SIMD_TARGET_PUSH("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")
 #define SIMD_512 0
 #define SIMD_VNNI 1
 #define K(name) k256v_##name
 #include "simd_kernels.h"
-#undef K
-#undef SIMD_VNNI
-#undef SIMD_512
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+SIMD_TARGET_POP()
 #endif
 
 #if defined(__x86_64__)

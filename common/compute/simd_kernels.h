@@ -6,7 +6,7 @@
  * the same integers, and the compiler has 32 vector registers).
  * There is deliberately no include guard. The includer defines SIMD_512,
  * SIMD_VNNI and K(name), which gives every function and type of one build its
- * own prefix.
+ * own prefix; the end of this file undefines them.
  *
  * THE RULE (see backend.h): every output y[i, o] is one dot product with its
  * own vector accumulator, updated by the same operations in the same order
@@ -2410,3 +2410,6 @@ static const SimdKernels K(kernels_bf16) = {
 #undef INLINE
 #undef UNROLL
 #undef KEEP_CHAIN
+#undef K
+#undef SIMD_VNNI
+#undef SIMD_512
