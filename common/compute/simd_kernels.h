@@ -1338,6 +1338,9 @@ INLINE void K(pack_tiles)(DType t, const Tensor *w, int o0, int b0, int b1, __m5
     const uint8_t *p = (const uint8_t *)w->tiles + ((size_t)(o0 / PC_N) * nb + b0) * bb;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     for (int b = b0; b < b1; b++, p += bb, dst += PC_VECS) {
+        /* the tiles are read front to back: ask for the next run's block
+         * (a prefetch past the end is harmless) while the rows work on this one */
+        for (size_t l = 0; l < bb; l += 64) _mm_prefetch((const char *)p + PC_BLOCKS * bb + l, _MM_HINT_T0);
         if (t == DT_Q8_0) {
             UNROLL for (int g = 0; g < 8; g++) dst[g] = _mm512_loadu_si512((const void *)(p + 64 * g));
         } else {
