@@ -82,6 +82,7 @@ static void output_logits(const Qwen3Model *m, Backend *be, float *x, float *log
 }
 
 /* The whole sequence at positions 0..n-1; fills kv when it is given. */
+/* EXERCISE forward-pass "Embed the tokens, run every layer, predict" 2 points; tests: II2_decode_matches */
 static void forward_sequence(const Qwen3Model *m, Backend *be, KvCache *kv, const int32_t *tokens, int n,
                              float *logits) {
     const Qwen3Config *c = &m->cfg;

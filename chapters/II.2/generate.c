@@ -11,6 +11,7 @@
 #include "ops.h"
 #include "util.h"
 
+/* EXERCISE generate-loop "The greedy generation loop" 2 points; tests: II2_generate_with_cache_matches */
 static void generate_full_recompute(Session *s) {
     const Qwen3Model *m = &s->model;
     float *logits = xmalloc(sizeof(float) * (size_t)m->cfg.vocab_size);

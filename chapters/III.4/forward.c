@@ -97,6 +97,7 @@ static void output_logits(const Qwen3Model *m, Backend *be, float *x, float *log
 
 /* The tokens at the positions after those kv holds (0.. without a cache);
  * their keys and values join kv when it is given. */
+/* EXERCISE forward-pass "Embed the tokens, run every layer, predict" 2 points; tests: III4_extend_in_chunks III4_paged_matches */
 static void forward_sequence(const Qwen3Model *m, Backend *be, KvCache *kv, const int32_t *tokens, int n,
                              float *logits) {
     const Qwen3Config *c = &m->cfg;

@@ -75,6 +75,7 @@ static void attention_output(const Qwen3Model *m, Backend *be, const Qwen3Layer 
 /* Self-attention of one layer for n new positions start..start+n-1: row i
  * attends to the cached positions 0..start-1 (one span per block, read in
  * place), then to the new rows 0..i. Their keys and values then join the cache. */
+/* EXERCISE extend-attention "New rows attend to the cache, then to themselves" 4 points; tests: III7_batch_matches_alone III7_prefix_hit_gives */
 static void attention_block(const Qwen3Model *m, Backend *be, const Qwen3Layer *L, Activations *a, int n,
                             KvCache *kv, int layer, int start) {
     const Qwen3Config *c = &m->cfg;
@@ -113,6 +114,7 @@ static void output_logits(const Qwen3Model *m, Backend *be, float *x, float *log
 
 /* The tokens at the positions after those kv holds (0.. without a cache);
  * their keys and values join kv when it is given. */
+/* EXERCISE forward-pass "Embed the tokens, run every layer, predict" 2 points; tests: III7_batch_matches_alone III7_prefix_hit_gives */
 static void forward_sequence(const Qwen3Model *m, Backend *be, KvCache *kv, const int32_t *tokens, int n,
                              float *logits) {
     const Qwen3Config *c = &m->cfg;

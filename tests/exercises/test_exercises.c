@@ -323,6 +323,32 @@ TEST(exercises_check_catches_marker_drift) {
         free(out);
         free(path);
     }
+    /* An exercise of the chapter before, in a function the last chapter rewrote: unmarked there, its
+     * answer would show in the students' edition. */
+    ExerciseList before = {0};
+    char *pdir = chapfs_printf("chapters/%s", prev);
+    markers_scan_dir(pdir, &before, &problems);
+    const Exercise *moved = NULL;
+    for (int i = 0; i < mine.n && !moved; i++) {
+        int j = exercises_find(&before, mine.items[i].id);
+        if (j >= 0 && strcmp(before.items[j].file, mine.items[i].file) == 0 &&
+            strcmp(before.items[j].function, mine.items[i].function) == 0)
+            moved = &mine.items[i];
+    }
+    CHECK_MSG(moved, "no exercise of %s is rewritten in %s: the unmarked-answer check goes untested", prev, last);
+    if (moved) {
+        char *path = chapfs_printf("%s/%s/%s", dir, last, moved->file);
+        out = run(&code, "sed -i '/^\\/\\* EXERCISE %s /d' '%s'", moved->id, path);
+        free(out);
+        out = run(&code, "'%s' --chapters-dir '%s' check", tool(), dir);
+        CHECK_MSG(code == 1 && strstr(out, "and no function here is"), "unmarked %s not caught:\n%s", moved->id, out);
+        free(out);
+        out = run(&code, "cp chapters/%s/%s '%s'", last, moved->file, path); /* undo */
+        free(out);
+        free(path);
+    }
+    exercises_free(&before);
+    free(pdir);
     if (mine.n) {
         char *path = chapfs_printf("%s/%s/%s", dir, last, mine.items[0].file);
         out = run(&code, "sed -i 's/^\\(\\/\\* EXERCISE %s .*tests: \\)/\\1NoSuchTest /' '%s'", mine.items[0].id, path);

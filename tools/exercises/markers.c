@@ -443,11 +443,10 @@ void chapter_tests(const char *tests_dir, const char *chapter, StrList *names, S
     free(dir);
 }
 
-/* The marker of function `key` in file among the scanned list, or NULL. */
-static const char *marker_of(const ExerciseList *l, const char *file, const char *key) {
+/* The exercise of function `key` in file among the scanned list, or NULL. */
+static const Exercise *exercise_of(const ExerciseList *l, const char *file, const char *key) {
     for (int i = 0; i < l->n; i++)
-        if (strcmp(l->items[i].file, file) == 0 && strcmp(l->items[i].function, key) == 0)
-            return l->items[i].marker;
+        if (strcmp(l->items[i].file, file) == 0 && strcmp(l->items[i].function, key) == 0) return &l->items[i];
     return NULL;
 }
 
@@ -474,10 +473,15 @@ static void check_against_previous(const char *chapters_dir, const char *chapter
                 const CFunc *x = &af.funcs[j], *y = &bf.funcs[k];
                 bool same = x->end - x->start == y->end - y->start &&
                             memcmp(a + x->start, b + y->start, x->end - x->start) == 0;
-                const char *ma = marker_of(prev, f, x->key), *mb = marker_of(cur, f, y->key);
-                if (same && (ma || mb) && (!ma || !mb || strcmp(ma, mb) != 0))
+                const Exercise *ea = exercise_of(prev, f, x->key), *eb = exercise_of(cur, f, y->key);
+                if (same && (ea || eb) && (!ea || !eb || strcmp(ea->marker, eb->marker) != 0))
                     strlist_pushf(problems, "%s/%s: %s is unchanged from %s but its EXERCISE marker differs", cur_dir,
                                   f, y->name, previous);
+                else if (ea && !eb && exercises_find(cur, ea->id) < 0) /* the answer would show here */
+                    strlist_pushf(problems,
+                                  "%s/%s: %s is exercise %s in %s, and no function here is: mark where its answer "
+                                  "is now",
+                                  cur_dir, f, y->name, ea->id, previous);
             }
             cfuncs_free(&af);
             cfuncs_free(&bf);

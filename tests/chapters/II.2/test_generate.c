@@ -33,7 +33,9 @@ TEST(II2_generate_with_cache_matches_without) {
     CHECK_STR(b.opt.kv, "basic"); /* the chapter's lesson is its default */
     generate(&a);
     generate(&b);
+    CHECK_EQ_INT(a.metrics.n_steps, 10);
     CHECK_EQ_INT(b.metrics.n_steps, 10);
+    CHECK_EQ_INT(a.n_tokens, b.n_tokens);
     CHECK(memcmp(a.tokens, b.tokens, sizeof(int32_t) * (size_t)a.n_tokens) == 0);
     CHECK_EQ_INT(b.metrics.steps[0].n_rows, b.n_prompt); /* prefill reads the prompt */
     for (int i = 1; i < b.metrics.n_steps; i++) {
