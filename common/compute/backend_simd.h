@@ -55,8 +55,8 @@ typedef struct {
 
 /* The best build this CPU runs (AVX-512 with BF16 over AVX-512 over AVX2),
  * or NULL when none does: then the simd and parallel backends use the scalar
- * kernels. SIMD_ISA=avx512 or avx2 in the environment picks an older build
- * on a newer machine (to test the fallbacks). */
+ * kernels. SIMD_ISA=avx512, avx2vnni or avx2 in the environment picks an older
+ * build on a newer machine (to test the fallbacks). */
 const SimdKernels *simd_kernels(void);
 /* The build named isa ("avx512bf16", "avx512", "avx2vnni", "avx2") if this
  * CPU runs it, else NULL. avx2vnni needs what avx512 needs. */

@@ -258,9 +258,9 @@ INLINE void K(fcols_tile)(DType t, int C, float *y, const float *x, const Tensor
  * pairs, asking ahead: an output's sum is one chain of FMAs 4 cycles apart,
  * and one F16 step of 32 bytes (16 with AVX2) a chain did not keep memory
  * busy (a 2.1 GHz Intel Xeon: F16 12 tokens/s one row at a time, 20 in
- * pairs). On Intel machines with AVX-512 one row reads 4 weight rows, all
- * three types (a 2.6 GHz Xeon: F32 12.5 -> 13.5 tokens/s, F16 22.3 -> 25.0,
- * BF16 without AVX512-BF16 20.5 -> 24.4). Two or three rows take pairs, F32
+ * pairs). On Intel machines with AVX-512 one row reads 4 weight rows (BF16
+ * too where it is widened here; K(bcols) keeps its own) (a 2.6 GHz Xeon: F32
+ * 12.5 -> 13.5 tokens/s, F16 22.3 -> 25.0, BF16 20.5 -> 24.4). Two or three rows take pairs, F32
  * one row at a time. Each output's sum is the same whatever the tile, so
  * none of this changes a bit. */
 #define SMALL_ROWS 3
@@ -2337,8 +2337,8 @@ INLINE BF16_TARGET void K(bcols_tile)(int C, float *y, const SimdActs *a, const 
     }
 }
 
-/* As K(fcols), by measuring: up to SMALL_ROWS rows of activations take one
- * weight row at a time, asking nothing ahead (a step is 64 bytes, as F32's). */
+/* As K(fcols) on AMD, by measuring: up to SMALL_ROWS rows of activations take one weight
+ * row at a time, asking nothing ahead (a step is 64 bytes, as F32's; Intel's 4 rows untried). */
 static BF16_TARGET void K(bcols)(float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int o = c0;
     bool tiles = a->n > SMALL_ROWS; /* whole tiles, asking ahead */
