@@ -322,30 +322,35 @@ static SAMPLING_AVX2 int at_least_avx2(const float *logits, int n, float floor, 
 
 #endif
 
-/* The weights of logits[0..n) after temperature t and min-p into w, the
- * running sum after each whole block into ends (NULL: none); returns their
- * sum, sampling_sum_in_order's: a block of weights, then its sum, while the
- * block is in the cache. */
+/* The weights of block i / SUM_BLOCK of logits[0..n) (the last one may be
+ * short) after temperature t and min-p into w[0..); returns how many. The
+ * same code for a block wherever it is asked for, so the same bits. */
+static int weigh_block(Isa isa, const float *logits, int n, int i, float max, float t, float min_p, double *w) {
+    int len = n - i < SUM_BLOCK ? n - i : SUM_BLOCK;
+#if defined(__x86_64__)
+    if (len == SUM_BLOCK && isa == ISA_AVX512) return weights_avx512(logits + i, max, t, min_p, w), len;
+    if (len == SUM_BLOCK && isa == ISA_AVX2) return weights_avx2(logits + i, max, t, min_p, w), len;
+#endif
+    weights_scalar(logits + i, len, max, t, w);
+    cut_min_p(w, len, min_p);
+    return len;
+}
+
+/* The sum of the weights of logits[0..n) after temperature t and min-p, the
+ * running sum after each whole block into ends (NULL: none): sampling_sum_in_order's,
+ * a block at a time in w[SUM_BLOCK], which stays in the first-level cache. The
+ * draw makes its one block's weights again (weigh_block), so the whole
+ * vocabulary's never go to memory. */
 static double weigh(Isa isa, const float *logits, int n, float max, float t, float min_p, double *w,
                     double *ends) {
     InOrder sum = {0.0, 0.0, isa};
     int i = 0;
     for (; i + SUM_BLOCK <= n; i += SUM_BLOCK) {
-#if defined(__x86_64__)
-        if (sum.isa == ISA_AVX512) weights_avx512(logits + i, max, t, min_p, w + i);
-        else if (sum.isa == ISA_AVX2) weights_avx2(logits + i, max, t, min_p, w + i);
-        else
-#endif
-        {
-            weights_scalar(logits + i, SUM_BLOCK, max, t, w + i);
-            cut_min_p(w + i, SUM_BLOCK, min_p);
-        }
-        in_order_add(&sum, w + i, SUM_BLOCK);
+        weigh_block(isa, logits, n, i, max, t, min_p, w);
+        in_order_add(&sum, w, SUM_BLOCK);
         if (ends) ends[i / SUM_BLOCK] = sum.sum;
     }
-    weights_scalar(logits + i, n - i, max, t, w + i);
-    cut_min_p(w + i, n - i, min_p);
-    in_order_add(&sum, w + i, n - i);
+    in_order_add(&sum, w, weigh_block(isa, logits, n, i, max, t, min_p, w));
     return sum.sum;
 }
 
@@ -428,7 +433,7 @@ struct Sampler {
     float *penalized;  /* [vocab] the logits after the penalties */
     Cand *heap;        /* [vocab] */
     Cand *sel;         /* [vocab] the kept candidates, best first */
-    double *weight;    /* [vocab] unnormalized probabilities of the kept candidates */
+    double *weight;    /* [vocab] unnormalized probabilities of the kept candidates (or one block of the vocabulary's, weigh) */
     double *ends;      /* [vocab / SUM_BLOCK + 1] their running sums after each whole block */
     int32_t *ids;      /* [vocab] candidates for the heap (select_top) */
 };
@@ -571,25 +576,40 @@ static int select_top(Sampler *s, const float *logits, float max) {
     return m;
 }
 
+/* Block k's weights (the last block may be short; *len says) of the draw's
+ * n: the kept candidates', in s->weight already (l NULL), or the whole
+ * vocabulary's, made again from the logits l into s->weight, the bits weigh
+ * summed. */
+static const double *block_weights(Sampler *s, const float *l, float max, int n, int k, int *len) {
+    int i = k * SUM_BLOCK;
+    if (!l) return *len = n - i < SUM_BLOCK ? n - i : SUM_BLOCK, s->weight + i;
+    *len = weigh_block(s->isa, l, n, i, max, s->p.temperature, s->p.min_p, s->weight);
+    return s->weight;
+}
+
 /* Draws index i of n with probability w[i] / sum: the first i whose running
  * sum w[0] + ... + w[i] (in order) exceeds a uniform draw times the sum. The
  * sums never decrease (the weights are >= 0): the block holding that i is
- * the first whose end (ends[k], sampling_sum_in_order's) exceeds the draw,
+ * the first whose end (s->ends[k], sampling_sum_in_order's) exceeds the draw,
  * found by binary search; in it the running sums are made again one by one,
- * the same additions from the same value. */
-static int pick(Rng *rng, const double *w, const double *ends, int n, double sum) {
-    double target = rng_uniform(rng) * sum;
-    int lo = 0, hi = n / SUM_BLOCK; /* the first block k in [lo, hi) with target < ends[k], or hi */
+ * the same additions from the same value. *weight gets w[i]. */
+static int pick(Sampler *s, const float *l, float max, int n, double sum, double *weight) {
+    double target = rng_uniform(&s->rng) * sum;
+    int lo = 0, hi = n / SUM_BLOCK, len; /* the first block k in [lo, hi) with target < ends[k], or hi */
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (target < ends[mid]) hi = mid;
+        if (target < s->ends[mid]) hi = mid;
         else lo = mid + 1;
     }
-    double cum = lo > 0 ? ends[lo - 1] : 0.0;
-    for (int i = lo * SUM_BLOCK; i < n; i++)
-        if (target < (cum += w[i])) return i;
-    for (int i = n - 1; i > 0; i--) /* none: rounding left the draw at the very end */
-        if (w[i] > 0.0) return i;
+    double cum = lo > 0 ? s->ends[lo - 1] : 0.0;
+    const double *w = block_weights(s, l, max, n, lo, &len);
+    for (int j = 0; j < len; j++)
+        if (target < (cum += w[j])) return *weight = w[j], lo * SUM_BLOCK + j;
+    for (int k = (n - 1) / SUM_BLOCK; k >= 0; k--) { /* none: rounding left the draw at the very end */
+        w = block_weights(s, l, max, n, k, &len);
+        for (int j = len - 1; j >= 0; j--)
+            if (w[j] > 0.0 || k + j == 0) return *weight = w[j], k * SUM_BLOCK + j; /* the last with a weight, or 0 */
+    }
     return 0;
 }
 
@@ -601,7 +621,7 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
     float max = max_logit(s->isa, l, s->vocab);
     bool filtered = (p->top_k > 0 && p->top_k < s->vocab) || p->top_p < 1.0f;
     int n;
-    double sum = 0.0;
+    double sum = 0.0, w = 0.0;
     if (filtered) {
         n = select_top(s, l, max);
         cut_min_p(s->weight, n, p->min_p);
@@ -610,8 +630,8 @@ int32_t sampler_sample(Sampler *s, const float *logits, float *prob) {
         n = s->vocab;
         sum = weigh(s->isa, l, n, max, p->temperature, p->min_p, s->weight, s->ends);
     }
-    int i = pick(&s->rng, s->weight, s->ends, n, sum);
-    if (prob) *prob = (float)(s->weight[i] / sum);
+    int i = pick(s, filtered ? NULL : l, max, n, sum, &w);
+    if (prob) *prob = (float)(w / sum);
     return filtered ? s->sel[i].id : i;
 }
 

@@ -8,7 +8,10 @@
  * clear best; they change every token (a new seed), as a model's do. Each
  * round times --tokens choices per setting, the settings interleaved round
  * by round; printed: the median of the rounds' mean ms per token, and their
- * spread (lowest - highest). Timed in this thread's CPU time, not wall time:
+ * spread (lowest - highest), twice: cold, the logits read from memory (a
+ * new token's are not in the cache), and warm, each token's logits copied
+ * to a buffer just before (not timed), as the server's are, just written
+ * by the LM head. Timed in this thread's CPU time, not wall time:
  * the choice runs on one thread, and on a shared machine its CPU time is its
  * cost while the wall clock also counts the other programs. Never part of
  * make test. */
@@ -85,24 +88,39 @@ int main(int argc, char **argv) {
     Rng gen;
     rng_seed(&gen, 7);
     for (int t = 0; t < tokens; t++) make_logits(&gen, logits + (size_t)t * (size_t)vocab, vocab);
-    double ms[N_SET][99];
+    /* warm: each token's logits copied into fresh first (not timed), as the
+     * LM head has just written them in the server */
+    float *fresh = xmalloc(sizeof(float) * (size_t)vocab);
+    double ms[2][N_SET][99];
     for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < N_SET; k++) {
-            Sampler *s = sampler_create(&set[k].p, vocab);
-            double t0 = cpu_ms();
-            for (int t = 0; t < tokens; t++) {
-                int32_t id = sampler_sample(s, logits + (size_t)t * (size_t)vocab, NULL);
-                if (set[k].penalize) sampler_accept(s, id);
+        for (int k = 0; k < N_SET; k++)
+            for (int warm = 0; warm < 2; warm++) {
+                Sampler *s = sampler_create(&set[k].p, vocab);
+                double spent = 0.0;
+                for (int t = 0; t < tokens; t++) {
+                    const float *l = logits + (size_t)t * (size_t)vocab;
+                    if (warm) l = memcpy(fresh, l, sizeof(float) * (size_t)vocab);
+                    double t0 = cpu_ms();
+                    int32_t id = sampler_sample(s, l, NULL);
+                    spent += cpu_ms() - t0;
+                    if (set[k].penalize) sampler_accept(s, id);
+                }
+                ms[warm][k][r] = spent / tokens;
+                sampler_free(s);
             }
-            ms[k][r] = (cpu_ms() - t0) / tokens;
-            sampler_free(s);
-        }
-    printf("choosing a token (thread CPU time), vocabulary %d, %d tokens a round, %d rounds interleaved:\n", vocab, tokens, rounds);
-    printf("  %-40s %10s %22s\n", "sampler", "ms/token", "spread (rounds)");
+    printf("choosing a token (thread CPU time), vocabulary %d, %d tokens a round, %d rounds interleaved;\n"
+           "cold: the logits come from memory; warm: just written, in the cache:\n", vocab, tokens, rounds);
+    printf("  %-40s %9s %16s %9s %16s\n", "sampler", "cold ms", "spread", "warm ms", "spread");
     for (int k = 0; k < N_SET; k++) {
-        qsort(ms[k], (size_t)rounds, sizeof(double), cmp_double);
-        printf("  %-40s %10.3f %10.3f - %.3f\n", set[k].name, ms[k][rounds / 2], ms[k][0], ms[k][rounds - 1]);
+        printf("  %-40s", set[k].name);
+        for (int warm = 0; warm < 2; warm++) {
+            double *m = ms[warm][k];
+            qsort(m, (size_t)rounds, sizeof(double), cmp_double);
+            printf(" %9.3f %7.3f - %.3f", m[rounds / 2], m[0], m[rounds - 1]);
+        }
+        printf("\n");
     }
+    free(fresh);
     free(logits);
     return 0;
 }
