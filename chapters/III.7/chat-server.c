@@ -137,7 +137,11 @@ static int load(Loaded *l, Options *o, char *err) {
     if (o->ctx > 0 && o->ctx < ctx) ctx = o->ctx;
     l->pool = kv_flags_make_pool(&o->kv, &l->model.cfg, ctx, err);
     if (!l->pool && err[0]) return -1;
-    if (l->pool) kv_pool_report(l->pool, stderr);
+    if (l->pool) { /* written once now: the system hands out a page, zeroed, at its first write, which
+                    * would otherwise fall inside the first requests' forward passes */
+        memset(l->pool->data, 0, (size_t)l->pool->n_blocks * l->pool->block_floats * sizeof(float));
+        kv_pool_report(l->pool, stderr);
+    }
     l->events = events_create();
     if (l->pool) l->pool->events = l->events;
     SchedConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],
