@@ -6,7 +6,8 @@
 #>   [MODEL=f.gguf PROMPT=... N=64 ARGS=...]   any model, prompt, length and flags
 #> make test | make chapter=II.2 test          the tests of common/ and every chapter (or one chapter),
 #>                                             ending with "N passed, N failed, N skipped"
-#>   SUITES="common server"                    only those test binaries (build/tests/NAME)
+#>   SUITES="common server"                    only those test binaries (build/tests/NAME; with chapter=:
+#>                                             common, chapter-NAME)
 #> make memcheck                               short runs of every chapter under valgrind (installed from
 #>                                             Debian as root if missing)
 #> make clean                                  removes build/
@@ -145,14 +146,20 @@ check-chapter:
 	@if [ -z "$(filter $(chapter),$(CHAPTERS))" ]; then \
 	  echo "error: unknown chapter '$(chapter)'; chapters: $(CHAPTERS)" >&2; exit 2; fi
 
-ifeq ($(origin chapter),command line)
-test: check-chapter $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS)) $(TEST_MODELS) $(ALL_PROGRAMS)
-	@tools/run-tests.sh $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS))
-else
-# SUITES=: a part of the suite by the binaries' names (what a ThreadSanitizer run needs, say).
+# SUITES=: a part of the suite by the binaries' names (what a ThreadSanitizer run needs, say);
+# with chapter=, a part of that chapter's (common and chapter-NAME).
 SUITES       ?=
-SUITE_TESTS   = $(if $(SUITES),$(filter $(addprefix %/,$(SUITES)),$(ALL_TESTS)),$(ALL_TESTS))
-$(foreach t,$(SUITES),$(if $(filter %/$(t),$(ALL_TESTS)),,$(error SUITES: no test suite '$(t)'; suites: $(notdir $(ALL_TESTS)))))
+ifeq ($(origin chapter),command line)
+RUN_TESTS     = $(BUILD)/tests/common $(filter %-$(chapter),$(CHAPTER_TESTS))
+else
+RUN_TESTS     = $(ALL_TESTS)
+endif
+SUITE_TESTS   = $(if $(SUITES),$(filter $(addprefix %/,$(SUITES)),$(RUN_TESTS)),$(RUN_TESTS))
+$(foreach t,$(SUITES),$(if $(filter %/$(t),$(RUN_TESTS)),,$(error SUITES: no test suite '$(t)'$(if $(filter command line,$(origin chapter)), in chapter=$(chapter)); suites: $(notdir $(RUN_TESTS)))))
+ifeq ($(origin chapter),command line)
+test: check-chapter $(SUITE_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS)
+	@tools/run-tests.sh $(SUITE_TESTS)
+else
 test: $(SUITE_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS) $(ALL_TOOLS)
 	@tools/run-tests.sh $(SUITE_TESTS)
 endif
