@@ -164,6 +164,35 @@ TEST(server_sched_views_and_counters) {
     }
 }
 
+/* Resident memory of process pid in KiB (VmRSS), -1 if unknown. */
+static long vm_rss_kib(pid_t pid) {
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0) kib = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    return kib;
+}
+
+/* The scheduler's server writes its pool when it loads, so that no request
+ * pays for the system's first touch of a page: its memory holds the whole
+ * pool before the first request (a lazily touched pool of the default
+ * model's size would leave it near 11 MiB). */
+TEST(server_sched_kv_pool_is_resident_from_the_start) {
+    if (vm_rss_kib(getpid()) < 0) SKIP("no /proc/PID/status here: the resident size cannot be read");
+    FOR_EACH_SERVER_CHAPTER(c) {
+        if (one_at_a_time(c)) continue;
+        ServerProc s = {0};
+        const char *args[] = {"--kv-mem", "192", "--quiet", NULL};
+        if (!start(&s, c, args)) continue;
+        long kib = vm_rss_kib(s.pid);
+        CHECK_MSG(kib >= 192 * 1024, "%s: %ld KiB resident before any request, the KV pool alone is 192 MiB", c, kib);
+        CHECK_EQ_INT(server_proc_stop(&s, SIGTERM), 0);
+    }
+}
+
 TEST(server_sched_bad_flags) {
     static const struct { const char *args, *want; } cases[] = {
         {"--max-concurrent 0", "--max-concurrent must be an integer from 1"},
