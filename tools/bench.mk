@@ -133,7 +133,8 @@ BENCH_CHUNK_SERVER = $(BENCH_AB_SERVER) $(BENCH_CHUNK_MODEL) --bind 127.0.0.1:@P
 
 # What choosing a token costs, per sampler setting (tools/bench/sampling_bench.c).
 #> make bench-sampling                         ms per chosen token at Qwen3's 151,936-token vocabulary, per
-#>                                             sampler setting: medians of interleaved rounds, and the spread
+#>                                             sampler setting: medians of interleaved rounds, and the spread,
+#>                                             with the logits cold (from memory) and warm (in the cache)
 $(BUILD)/tools/sampling-bench: tools/bench/sampling_bench.c $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(COMMON_INC) -o $@ $^ $(LDLIBS)
