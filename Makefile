@@ -155,7 +155,9 @@ else
 RUN_TESTS     = $(ALL_TESTS)
 endif
 SUITE_TESTS   = $(if $(SUITES),$(filter $(addprefix %/,$(SUITES)),$(RUN_TESTS)),$(RUN_TESTS))
+ifneq ($(filter test,$(MAKECMDGOALS)),) # SUITES is make test's: other goals ignore it
 $(foreach t,$(SUITES),$(if $(filter %/$(t),$(RUN_TESTS)),,$(error SUITES: no test suite '$(t)'$(if $(filter command line,$(origin chapter)), in chapter=$(chapter)); suites: $(notdir $(RUN_TESTS)))))
+endif
 ifeq ($(origin chapter),command line)
 test: check-chapter $(SUITE_TESTS) $(TEST_MODELS) $(ALL_PROGRAMS)
 	@tools/run-tests.sh $(SUITE_TESTS)
