@@ -1,9 +1,11 @@
 /* chat-server (chapter III.7): an OpenAI-compatible HTTP server. The HTTP
  * side is common/serve/server.c; this chapter's engine (scheduler.c) runs many
  * requests at once in slots, sharing cached prefixes (radix.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backend.h"
 #include "cli.h"
@@ -125,6 +127,22 @@ typedef struct {
     char *name;
 } Loaded;
 
+/* The pool's memory held now: the system hands out a page, zeroed, at its
+ * first write, which would otherwise fall inside the first requests' forward
+ * passes. Linux (5.14 on) is asked for every page at once and says when
+ * they do not fit; elsewhere the pool is written once. */
+static int pool_resident(KvPool *p, char *err) {
+    size_t bytes = (size_t)p->n_blocks * p->block_floats * sizeof(float);
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p->data, bytes, MADV_POPULATE_WRITE) == 0) return 0;
+    if (errno == ENOMEM)
+        return err_set(err, "a KV pool of %.1f MiB does not fit in this machine's memory: ask for less "
+                            "(--kv-mem, --kv-blocks, --ctx)", (double)bytes / (1024.0 * 1024.0)), -1;
+#endif
+    memset(p->data, 0, bytes);
+    return 0;
+}
+
 static int load(Loaded *l, Options *o, char *err) {
     memset(l, 0, sizeof *l);
     char inner[ERR_MAX];
@@ -137,11 +155,8 @@ static int load(Loaded *l, Options *o, char *err) {
     if (o->ctx > 0 && o->ctx < ctx) ctx = o->ctx;
     l->pool = kv_flags_make_pool(&o->kv, &l->model.cfg, ctx, err);
     if (!l->pool && err[0]) return -1;
-    if (l->pool) { /* written once now: the system hands out a page, zeroed, at its first write, which
-                    * would otherwise fall inside the first requests' forward passes */
-        memset(l->pool->data, 0, (size_t)l->pool->n_blocks * l->pool->block_floats * sizeof(float));
-        kv_pool_report(l->pool, stderr);
-    }
+    if (l->pool && pool_resident(l->pool, err) != 0) return -1;
+    if (l->pool) kv_pool_report(l->pool, stderr);
     l->events = events_create();
     if (l->pool) l->pool->events = l->events;
     SchedConfig sc = {.model = &l->model, .be = l->be, .kv_kind = o->kv.kind ? o->kv.kind : KV_KINDS[0],

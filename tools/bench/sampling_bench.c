@@ -8,10 +8,13 @@
  * clear best; they change every token (a new seed), as a model's do. Each
  * round times --tokens choices per setting, the settings interleaved round
  * by round; printed: the median of the rounds' mean ms per token, and their
- * spread (lowest - highest), twice: cold, the logits read from memory (a
- * new token's are not in the cache), and warm, each token's logits copied
- * to a buffer just before (not timed), as the server's are, just written
- * by the LM head. Timed in this thread's CPU time, not wall time:
+ * spread (lowest - highest), twice: cold, each token's logits read where
+ * they lie, after the other tokens' (60 MB in all at Qwen3's size: beyond
+ * this core's own caches, in memory or a large shared cache), and warm,
+ * copied by this thread to a buffer just before (not timed), as the LM head
+ * has just written them in the server (there on every backend thread, so
+ * partly in another core's cache: warm is the best case). Timed in this
+ * thread's CPU time, not wall time, per choice (two clock reads each):
  * the choice runs on one thread, and on a shared machine its CPU time is its
  * cost while the wall clock also counts the other programs. Never part of
  * make test. */
@@ -109,8 +112,8 @@ int main(int argc, char **argv) {
                 sampler_free(s);
             }
     printf("choosing a token (thread CPU time), vocabulary %d, %d tokens a round, %d rounds interleaved;\n"
-           "cold: the logits come from memory; warm: just written, in the cache:\n", vocab, tokens, rounds);
-    printf("  %-40s %9s %16s %9s %16s\n", "sampler", "cold ms", "spread", "warm ms", "spread");
+           "cold: the logits beyond this core's caches; warm: just written by this thread:\n", vocab, tokens, rounds);
+    printf("  %-40s %9s %15s %9s %15s\n", "sampler", "cold ms", "spread", "warm ms", "spread");
     for (int k = 0; k < N_SET; k++) {
         printf("  %-40s", set[k].name);
         for (int warm = 0; warm < 2; warm++) {
