@@ -28,6 +28,8 @@
 #>                                             prompt words, output tokens, temperature (each server's
 #>                                             default sampler at it)
 #>   BENCH_SERVE_ROUNDS=N                      rounds (default: 3); threads: BENCH_LLAMACPP_THREADS
+#>   BENCH_SERVE_ENVS="SIMD_AMX=0"             one more row of our server per setting, run under it
+#>                                             (an A/B of a kernel choice in the same rounds)
 #> make llamacpp-build                         only build llama.cpp's benchmarks and server, in build/llamacpp
 BENCH_LLAMACPP_TYPES   ?= f32 f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k iq4_xs
 BENCH_LLAMACPP_ROUNDS  ?= 3
@@ -77,11 +79,13 @@ BENCH_SERVE_ROUNDS ?= 3
 SERVE_MODEL := $(BUILD)/bench/models/qwen3-0.6b-$(BENCH_SERVE_TYPE).gguf
 SERVE_OURS  := $(BUILD)/$(lastword $(CHAPTERS))/chat-server
 SERVE_C      = $(word 2,$(BENCH_SERVE_LOAD))
+SERVE_ARGS   = $(SERVE_MODEL) --bind 127.0.0.1:@PORT@ --max-concurrent $(SERVE_C) \
+  --queue $(word 1,$(BENCH_SERVE_LOAD)) --backend parallel --threads $(BENCH_LLAMACPP_THREADS)
 .PHONY: bench-serve
 bench-serve: BENCH_TYPES = $(BENCH_SERVE_TYPE)
 bench-serve: llamacpp-build $(SERVE_OURS) $(BUILD)/tools/loadgen $(SERVE_MODEL)
 	tools/bench/serve.sh $(BUILD)/tools/loadgen $(BUILD)/bench $(BENCH_SERVE_ROUNDS) "$(BENCH_SERVE_LOAD)" \
-	  "$(lastword $(CHAPTERS)) chat-server=$(SERVE_OURS) $(SERVE_MODEL) --bind 127.0.0.1:@PORT@ \
-	    --max-concurrent $(SERVE_C) --queue $(word 1,$(BENCH_SERVE_LOAD)) --backend parallel --threads $(BENCH_LLAMACPP_THREADS)" \
+	  "$(lastword $(CHAPTERS)) chat-server=$(SERVE_OURS) $(SERVE_ARGS)" \
+	  $(foreach e,$(BENCH_SERVE_ENVS),"$(lastword $(CHAPTERS)) chat-server $(subst =, ,$(e))=env $(e) $(SERVE_OURS) $(SERVE_ARGS)") \
 	  "llama-server=$(LLAMACPP_DIR)/cmake/bin/llama-server -m $(SERVE_MODEL) --host 127.0.0.1 --port @PORT@ \
 	    -np $(SERVE_C) -c $$(($(SERVE_C) * 1024)) -t $(BENCH_LLAMACPP_THREADS) -tb $(BENCH_LLAMACPP_THREADS)"

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx.h"
 #include "tiles.h"
 #include "util.h"
 

@@ -1636,6 +1636,10 @@ INLINE void K(trow)(DType t, float *y, const SimdActs *a, const Tensor *w, int c
 INLINE void K(pcols)(DType t, float *y, const SimdActs *a, const Tensor *w, int c0, int c1) {
     int nb = (int)(a->in / 32), n = a->n;
     int64_t out = w->ne[1];
+    if (t == DT_Q8_0 && n >= AMX_MIN_ROWS && w->tiles && c0 % PC_N == 0 && amx_usable()) { /* amx.h */
+        amx_q8_0_cols(y, a, w, c0, c1);
+        return;
+    }
     if (n == 1 && w->tiles && c0 % PC_N == 0) { /* tiles: see K(trow) */
         K(trow)(t, y, a, w, c0, c1);
         return;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx.h"
 #include "backend.h"
 #include "backend_simd.h"
 #include "harness.h"
@@ -176,6 +177,41 @@ TEST(backend_matmul_batch_invariant) {
         free(x);
         free_weight(&w);
     }
+}
+
+/* The AMX kernel on its own (amx.h), called as the parallel backend calls
+ * it (ranges of outputs from multiples of 16): every row of every batch, full
+ * tiles of 16 rows, a tail, and fewer than 16, equals its one-row call
+ * (K(trow), vpdpbusd), bit for bit; odd and even block counts. */
+TEST(backend_amx_q8_0_equals_one_row_calls) {
+    if (!amx_usable()) SKIP("no AMX-INT8 here (or SIMD_AMX=0): the AVX-512 kernels run Q8_0 batches");
+    const SimdKernels *k = simd_kernels_isa("avx512");
+    const int ins[] = {1056, 256}, sizes[] = {4, 7, 8, 15, 16, 17, 33, 40}, big = 40, out = 53;
+    Backend *simd = backend_simd_create(k);
+    for (int c = 0; c < 2 && !test_failed_now(); c++) {
+        int in = ins[c];
+        Weight w = make_weight(DT_Q8_0, in, out, 900 + (uint32_t)c);
+        add_tiles(&w);
+        float *x = malloc(sizeof(float) * big * in), *one = malloc(sizeof(float) * big * out),
+              *y = malloc(sizeof(float) * big * out);
+        fill(x, (size_t)big * in, 910 + (uint32_t)c);
+        for (int i = 0; i < big; i++) matmul(simd, one + (size_t)i * out, x + (size_t)i * in, &w.t, 1);
+        for (int s = 0; s < (int)(sizeof sizes / sizeof sizes[0]) && !test_failed_now(); s++) {
+            SimdScratch sc = {0};
+            SimdActs a;
+            simd_acts_init(&a, &sc, k, x, sizes[s], in, DT_Q8_0);
+            k->prepare_rows(&a, 0, sizes[s]);
+            memset(y, 0, sizeof(float) * big * out);
+            amx_q8_0_cols(y, &a, &w.t, 16, out); /* a second thread's share... */
+            amx_q8_0_cols(y, &a, &w.t, 0, 16);   /* ...and the first's */
+            CHECK_MSG(rows_equal(y, one, sizes[s] * out), "in=%d: a batch of %d on AMX differs from one-row calls", in,
+                      sizes[s]);
+            simd_scratch_free(&sc);
+        }
+        free(x), free(one), free(y);
+        free_weight(&w);
+    }
+    backend_free(simd);
 }
 
 /* The AVX2 build with VNNI (what AVX-512 machines run for IQ4_XS and the
