@@ -57,8 +57,7 @@ typedef struct {
 } __attribute__((aligned(64))) TileConfig;
 
 /* The tiles: sums, activations and weights of two blocks, alternately.
- * Numbers, not an enum: the tile
- * instructions paste them into their names. */
+ * Numbers, not an enum: the tile instructions paste them into their names. */
 #define C0 0
 #define C1 1
 #define A0 2

@@ -54,7 +54,13 @@ fi
 
 # -march=native turns on AMX where the CPU says it has it; a tiny program
 # asks Linux for the tile state and runs one tile instruction. If it cannot
-# (no compiler support, or the instruction faults), AMX stays off.
+# (no compiler support, or the instruction faults), AMX stays off. With
+# GCC 12 the probe faults even where the tiles work: the compiler drops part
+# of the configuration's zeroing before ldtilecfg, as if the instruction read
+# fewer than its 64 bytes. llama.cpp built with AMX by the same compiler
+# died there too, with SIGSEGV at ldtilecfg in its first matmul (2026-12-07,
+# on a Xeon where this project's AMX kernel runs): AMX off is the llama.cpp
+# that runs.
 amx_works() {
     cat > amx-probe.c <<'PROBE'
 #include <string.h>
