@@ -7,6 +7,7 @@
  * K(pdot)'s float update, operation for operation. */
 #include "amx.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,15 +56,17 @@ typedef struct {
     uint16_t colsb[16];
     uint8_t rows[16];
 } __attribute__((aligned(64))) TileConfig;
+_Static_assert(sizeof(TileConfig) == 64 && offsetof(TileConfig, colsb) == 16 && offsetof(TileConfig, rows) == 48,
+               "the tile configuration's layout");
 
 /* The tiles: sums, activations and weights of two blocks, alternately.
  * Numbers, not an enum: the tile instructions paste them into their names. */
-#define C0 0
-#define C1 1
-#define A0 2
-#define A1 3
-#define B0 4
-#define B1 5
+#define TMM_C0 0
+#define TMM_C1 1
+#define TMM_A0 2
+#define TMM_A1 3
+#define TMM_B0 4
+#define TMM_B1 5
 
 /* A tile load is an asm statement that does not say it reads memory: bytes
  * written just before it (and read by nothing else) must be made to stay. */
@@ -80,14 +83,13 @@ static void amx_configure(int m) {
     TileConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
-    for (int t = C0; t <= C1; t++) cfg.rows[t] = (uint8_t)m, cfg.colsb[t] = 64; /* m x 16 int32 */
-    for (int t = A0; t <= A1; t++) cfg.rows[t] = (uint8_t)m, cfg.colsb[t] = 32; /* m rows x 32 bytes */
-    for (int t = B0; t <= B1; t++) cfg.rows[t] = 8, cfg.colsb[t] = 64;  /* 32 x 16 bytes, 4 to a lane */
-    WRITTEN(); /* GCC may also take ldtilecfg for a reader of fewer bytes than its 64 */
-    _tile_loadconfig(&cfg);
+    for (int t = TMM_C0; t <= TMM_C1; t++) cfg.rows[t] = (uint8_t)m, cfg.colsb[t] = 64; /* m x 16 int32 */
+    for (int t = TMM_A0; t <= TMM_A1; t++) cfg.rows[t] = (uint8_t)m, cfg.colsb[t] = 32; /* m rows x 32 bytes */
+    for (int t = TMM_B0; t <= TMM_B1; t++) cfg.rows[t] = 8, cfg.colsb[t] = 64;  /* 32 x 16 bytes, 4 to a lane */
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg)); /* GCC 12's _tile_loadconfig names 8 of the 64 bytes it reads */
 }
 
-/* The sums of block b into tile C0 or C1 (the tile unit's work, no wait). */
+/* The sums of block b into tile TMM_C0 or TMM_C1 (the tile unit's work, no wait). */
 #define AMX_SUM(C, A, B, x, stride, p) \
     do {                              \
         _tile_loadd(A, x, stride);    \
@@ -112,7 +114,7 @@ static inline __attribute__((always_inline)) void amx_update(__m512 *acc, int R,
 }
 
 /* Rows [i0, i0 + R) of the outputs whose tiles start at t; x: the rows'
- * bytes, stride apart (16 rows readable from x). The sums of blocks b + 2
+ * bytes, stride apart (the configured rows readable from x). The sums of blocks b + 2
  * and b + 3 are made and stored while block b's and b + 1's are turned into
  * floats: four buffers, read two blocks after they are written. */
 static inline __attribute__((always_inline)) void amx_tile(float *y, const SimdActs *a, const uint8_t *t, int nb,
@@ -123,24 +125,24 @@ static inline __attribute__((always_inline)) void amx_tile(float *y, const SimdA
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++) acc[r] = _mm512_setzero_ps();
-    AMX_SUM(C0, A0, B0, x, stride, t);
-    _tile_stored(C0, sums[0], 64);
+    AMX_SUM(TMM_C0, TMM_A0, TMM_B0, x, stride, t);
+    _tile_stored(TMM_C0, sums[0], 64);
     if (nb > 1) {
-        AMX_SUM(C1, A1, B1, x + 32, stride, t + bb);
-        _tile_stored(C1, sums[1], 64);
+        AMX_SUM(TMM_C1, TMM_A1, TMM_B1, x + 32, stride, t + bb);
+        _tile_stored(TMM_C1, sums[1], 64);
     }
     for (int b = 0; b < nb; b += 2) { /* blocks b and b + 1 are in sums, b + 2 and b + 3 to come */
         const uint8_t *p = t + (size_t)b * bb;
         for (size_t l = 0; l < 2 * bb; l += 64) _mm_prefetch((const char *)p + AMX_AHEAD * bb + l, _MM_HINT_T1);
         if (b + 2 < nb) {
-            AMX_SUM(C0, A0, B0, x + 32 * (size_t)(b + 2), stride, p + 2 * bb);
-            _tile_stored(C0, sums[(b + 2) & 3], 64);
+            AMX_SUM(TMM_C0, TMM_A0, TMM_B0, x + 32 * (size_t)(b + 2), stride, p + 2 * bb);
+            _tile_stored(TMM_C0, sums[(b + 2) & 3], 64);
         }
         amx_update(acc, R, sums[b & 3], p, a, i0, b);
         if (b + 1 >= nb) break;
         if (b + 3 < nb) {
-            AMX_SUM(C1, A1, B1, x + 32 * (size_t)(b + 3), stride, p + 3 * bb);
-            _tile_stored(C1, sums[(b + 3) & 3], 64);
+            AMX_SUM(TMM_C1, TMM_A1, TMM_B1, x + 32 * (size_t)(b + 3), stride, p + 3 * bb);
+            _tile_stored(TMM_C1, sums[(b + 3) & 3], 64);
         }
         amx_update(acc, R, sums[(b + 1) & 3], p + bb, a, i0, b + 1);
     }

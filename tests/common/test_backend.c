@@ -182,13 +182,14 @@ TEST(backend_matmul_batch_invariant) {
 /* The AMX kernel on its own (amx.h), called as the parallel backend calls
  * it (ranges of outputs from multiples of 16): every row of every batch, full
  * tiles of 16 rows, a tail, and fewer than 16, equals its one-row call
- * (K(trow), vpdpbusd), bit for bit; odd and even block counts. */
+ * (K(trow), vpdpbusd), bit for bit; 1, 2, 3, 8 and 33 blocks (the pipeline's
+ * ends). */
 TEST(backend_amx_q8_0_equals_one_row_calls) {
     if (!amx_usable()) SKIP("no AMX-INT8 here (or SIMD_AMX=0): the AVX-512 kernels run Q8_0 batches");
     const SimdKernels *k = simd_kernels_isa("avx512");
-    const int ins[] = {1056, 256}, sizes[] = {4, 7, 8, 15, 16, 17, 33, 40}, big = 40, out = 53;
+    const int ins[] = {1056, 256, 32, 64, 96}, sizes[] = {4, 7, 8, 15, 16, 17, 33, 40}, big = 40, out = 53;
     Backend *simd = backend_simd_create(k);
-    for (int c = 0; c < 2 && !test_failed_now(); c++) {
+    for (int c = 0; c < (int)(sizeof ins / sizeof ins[0]) && !test_failed_now(); c++) {
         int in = ins[c];
         Weight w = make_weight(DT_Q8_0, in, out, 900 + (uint32_t)c);
         add_tiles(&w);

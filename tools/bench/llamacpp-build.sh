@@ -87,7 +87,7 @@ PROBE
 flags=
 if cc -march=native -dM -E - </dev/null 2>/dev/null | grep -q __AMX_TILE__ && ! (amx_works) 2>/dev/null; then
     flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-    say "this CPU says it has AMX but a tile instruction fails here: llama.cpp is built without AMX"
+    say "this CPU says it has AMX but a tile instruction built by this compiler fails here: llama.cpp is built without AMX"
 fi
 rm -f amx-probe amx-probe.c
 
