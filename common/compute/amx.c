@@ -1,10 +1,11 @@
 /* amx.c: see amx.h. Per tile of 16 outputs and 16 activation rows, per
  * 32-block b:
- *   C = A x B   A: the rows' 32 signed bytes of block b (16 x 32),
- *               B: the tile's 32 x 16 weight bytes, stored + 128
- *   acc[r] += (w_scale * x_scale[r]) * float(c[r] + C[r])
- * where c[r] = -128 * (the sum of row r's bytes) takes the + 128 back out:
- * K(pdot)'s float update, operation for operation. */
+ *   C = A x B + A x N   A: the rows' 32 signed bytes of block b (16 x 32),
+ *                       B: the tile's 32 x 16 weight bytes, stored + 128,
+ *                       N: 32 x 16 bytes of -128, which take the + 128 back out
+ *   acc[r] += (w_scale * x_scale[r]) * float(C[r])
+ * C[r] is the integer K(pdot) converts (its c[r] + sums), and the float
+ * update is K(pdot)'s, operation for operation. */
 #include "amx.h"
 
 #include <stddef.h>
@@ -59,7 +60,8 @@ typedef struct {
 _Static_assert(sizeof(TileConfig) == 64 && offsetof(TileConfig, colsb) == 16 && offsetof(TileConfig, rows) == 48,
                "the tile configuration's layout");
 
-/* The tiles: sums, activations and weights of two blocks, alternately.
+/* The tiles: sums, activations and weights of two blocks, alternately, and
+ * the constant N.
  * Numbers, not an enum: the tile instructions paste them into their names. */
 #define TMM_C0 0
 #define TMM_C1 1
@@ -67,6 +69,7 @@ _Static_assert(sizeof(TileConfig) == 64 && offsetof(TileConfig, colsb) == 16 && 
 #define TMM_A1 3
 #define TMM_B0 4
 #define TMM_B1 5
+#define TMM_N 6
 
 /* A tile load is an asm statement that does not say it reads memory: bytes
  * written just before it (and read by nothing else) must be made to stay. */
@@ -85,17 +88,24 @@ static void amx_configure(int m) {
     cfg.palette = 1;
     for (int t = TMM_C0; t <= TMM_C1; t++) cfg.rows[t] = (uint8_t)m, cfg.colsb[t] = 64; /* m x 16 int32 */
     for (int t = TMM_A0; t <= TMM_A1; t++) cfg.rows[t] = (uint8_t)m, cfg.colsb[t] = 32; /* m rows x 32 bytes */
-    for (int t = TMM_B0; t <= TMM_B1; t++) cfg.rows[t] = 8, cfg.colsb[t] = 64;  /* 32 x 16 bytes, 4 to a lane */
+    for (int t = TMM_B0; t <= TMM_N; t++) cfg.rows[t] = 8, cfg.colsb[t] = 64;   /* 32 x 16 bytes, 4 to a lane */
     __asm__ volatile("ldtilecfg %0" ::"m"(cfg)); /* GCC 12's _tile_loadconfig names 8 of the 64 bytes it reads */
+    uint8_t minus128[8 * 64] __attribute__((aligned(64)));
+    memset(minus128, 0x80, sizeof minus128);
+    WRITTEN();
+    _tile_loadd(TMM_N, minus128, 64);
 }
 
-/* The sums of block b into tile TMM_C0 or TMM_C1 (the tile unit's work, no wait). */
+/* The sums of block b into tile TMM_C0 or TMM_C1 (the tile unit's work, no
+ * wait); the second product subtracts 128 x the row's bytes, which costs the
+ * tile unit less than an add per row costs the vector unit. */
 #define AMX_SUM(C, A, B, x, stride, p) \
     do {                              \
         _tile_loadd(A, x, stride);    \
         _tile_loadd(B, p, 64);        \
         _tile_zero(C);                \
         _tile_dpbsud(C, A, B);        \
+        _tile_dpbssd(C, A, TMM_N);    \
     } while (0)
 
 /* K(pdot)'s float update of R rows for block b, from its sums. */
@@ -103,11 +113,9 @@ static inline __attribute__((always_inline)) void amx_update(__m512 *acc, int R,
                                                              const uint8_t *p, const SimdActs *a, int i0, int b) {
     __m512 wscale = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p + 8 * 64)));
     const float *s = a->s + (size_t)i0 * a->s_stride + 8 * (size_t)b;
-    const int32_t *c = a->c + (size_t)i0 * a->s_stride + 8 * (size_t)b;
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
-        __m512i lanes = _mm512_add_epi32(_mm512_set1_epi32(c[r * a->s_stride]),
-                                         _mm512_load_si512((const void *)(sums + 16 * r)));
+        __m512i lanes = _mm512_load_si512((const void *)(sums + 16 * r));
         acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(wscale, _mm512_set1_ps(s[r * a->s_stride])), _mm512_cvtepi32_ps(lanes),
                                  acc[r]);
     }

@@ -2174,68 +2174,104 @@ INLINE float K(dot)(const float *q, const float *k, int nv) {
     return K(hsum)(acc);
 }
 
-/* Four keys at once, each with its own accumulator: the same as four K(dot). */
-INLINE void K(dot4)(const float *q, const float *k, size_t stride, int nv, float *out) {
-    VF a0 = VF_ZERO(), a1 = VF_ZERO(), a2 = VF_ZERO(), a3 = VF_ZERO();
+/* Heads that share a kv head are attended together (GQA), up to ATT_H of
+ * them: each key and value row is read once for all of them. */
+#define ATT_H 2
+/* Value vectors summed per pass: as many accumulators as the registers hold. */
+#define ATT_V (SIMD_512 ? 8 : 4)
+/* Keys asked for this many positions ahead (values half as many): a head's
+ * rows are kv_dim floats apart, past the 4 KB the hardware's own prefetch
+ * follows. ATT_LINE: floats in a cache line. */
+#define ATT_AHEAD 8
+#define ATT_LINE 16
+
+/* Four keys against nh heads' queries (q, q + qs), each (head, key) pair with
+ * its own accumulator: the same as 4 * nh K(dot). */
+INLINE void K(dot4)(const float *q, size_t qs, int nh, const float *k, size_t stride, int nv, float *out,
+                    size_t os) {
+    VF a[ATT_H][4];
+    UNROLL for (int h = 0; h < ATT_H; h++) UNROLL for (int u = 0; u < 4; u++) a[h][u] = VF_ZERO();
     for (int v = 0; v < nv; v++) {
-        VF qv = VF_LOAD(q + v * VF_N);
-        a0 = VF_FMA(qv, VF_LOAD(k + v * VF_N), a0);
-        a1 = VF_FMA(qv, VF_LOAD(k + stride + v * VF_N), a1);
-        a2 = VF_FMA(qv, VF_LOAD(k + 2 * stride + v * VF_N), a2);
-        a3 = VF_FMA(qv, VF_LOAD(k + 3 * stride + v * VF_N), a3);
+        VF kv[4];
+        UNROLL for (int u = 0; u < 4; u++) kv[u] = VF_LOAD(k + u * stride + v * VF_N);
+        UNROLL for (int h = 0; h < ATT_H; h++) if (h < nh) {
+            VF qv = VF_LOAD(q + h * qs + v * VF_N);
+            UNROLL for (int u = 0; u < 4; u++) a[h][u] = VF_FMA(qv, kv[u], a[h][u]);
+        }
     }
-    out[0] = K(hsum)(a0);
-    out[1] = K(hsum)(a1);
-    out[2] = K(hsum)(a2);
-    out[3] = K(hsum)(a3);
+    UNROLL for (int h = 0; h < ATT_H; h++) if (h < nh) UNROLL for (int u = 0; u < 4; u++) out[h * os + u] = K(hsum)(a[h][u]);
 }
 
-/* out[d0 .. d0 + m*VF_N) = sum over positions t in order of p[t] * v_t, m <= 4
- * vectors at a time: each lane sums its own position sequence. */
-INLINE void K(weigh_values)(float *out, const float *p, const KvSpan *spans, int n_spans, size_t off, int m,
-                            float inv, size_t kv_dim) {
-    VF a[4] = {VF_ZERO(), VF_ZERO(), VF_ZERO(), VF_ZERO()};
+/* out[h][d0 .. d0 + m*VF_N) = sum over positions t in order of p[h][t] * v_t,
+ * for nh heads (out + h * hd, p + h * ps), m <= ATT_V vectors at a time: each
+ * lane sums its own position sequence. */
+INLINE void K(weigh_values)(float *out, size_t hd, const float *p, size_t ps, int nh, const KvSpan *spans,
+                            int n_spans, size_t off, int m, const float *inv, size_t kv_dim) {
+    VF a[ATT_H][ATT_V];
+    UNROLL for (int h = 0; h < ATT_H; h++) UNROLL for (int u = 0; u < ATT_V; u++) a[h][u] = VF_ZERO();
     int j = 0;
     for (int sp = 0; sp < n_spans; sp++)
         for (int t = 0; t < spans[sp].n; t++, j++) {
             const float *v = spans[sp].v + (size_t)t * kv_dim + off;
-            VF pj = VF_SET1(p[j]);
-            UNROLL for (int u = 0; u < 4; u++)
-                if (u < m) a[u] = VF_FMA(pj, VF_LOAD(v + u * VF_N), a[u]);
+            if (t + ATT_AHEAD / 2 < spans[sp].n)
+                UNROLL for (int u = 0; u < ATT_V; u++) if (u < m) _mm_prefetch((const char *)(v + ATT_AHEAD / 2 * kv_dim + u * VF_N), _MM_HINT_T0);
+            UNROLL for (int h = 0; h < ATT_H; h++) if (h < nh) {
+                VF pj = VF_SET1(p[h * ps + j]);
+                UNROLL for (int u = 0; u < ATT_V; u++)
+                    if (u < m) a[h][u] = VF_FMA(pj, VF_LOAD(v + u * VF_N), a[h][u]);
+            }
         }
-    VF vinv = VF_SET1(inv);
-    UNROLL for (int u = 0; u < 4; u++)
-        if (u < m) VF_STORE(out + u * VF_N, VF_MUL(a[u], vinv));
+    UNROLL for (int h = 0; h < ATT_H; h++) if (h < nh) {
+        VF vinv = VF_SET1(inv[h]);
+        UNROLL for (int u = 0; u < ATT_V; u++)
+            if (u < m) VF_STORE(out + h * hd + u * VF_N, VF_MUL(a[h][u], vinv));
+    }
 }
 
-static void K(attend_head)(float *out, const float *q, const KvSpan *spans, int n_spans, AttnShape s, int h,
-                           float *scores) {
+/* scores[0 .. n) scaled and turned into exp(score - max); returns 1 / their
+ * sum, summed in position order. */
+static float K(softmax_scores)(float *scores, int n, float scale) {
+    float max = -INFINITY;
+    for (int i = 0; i < n; i++) {
+        scores[i] *= scale;
+        if (scores[i] > max) max = scores[i];
+    }
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        scores[i] = expf(scores[i] - max);
+        sum += scores[i];
+    }
+    return 1.0f / sum;
+}
+
+/* Heads h .. h + nh - 1, which share one kv head; scores: nh rows of total. */
+static void K(attend_heads)(float *out, const float *q, const KvSpan *spans, int n_spans, AttnShape s, int h, int nh,
+                            float *scores, size_t total) {
     int hd = s.head_dim, nv = hd / VF_N;
     size_t kv_dim = (size_t)s.n_kv_heads * hd;
-    size_t g = (size_t)(h / (s.n_heads / s.n_kv_heads)) * hd; /* GQA: this head's kv head */
-    float scale = 1.0f / sqrtf((float)hd);
+    size_t g = (size_t)(h / (s.n_heads / s.n_kv_heads)) * hd; /* GQA: these heads' kv head */
     int j = 0;
     for (int sp = 0; sp < n_spans; sp++) {
         const float *k = spans[sp].k + g;
         int n = spans[sp].n, t = 0;
-        for (; t + 4 <= n; t += 4) K(dot4)(q, k + (size_t)t * kv_dim, kv_dim, nv, scores + j + t);
-        for (; t < n; t++) scores[j + t] = K(dot)(q, k + (size_t)t * kv_dim, nv);
+        for (; t + 4 <= n; t += 4) {
+            for (int u = ATT_AHEAD; u < ATT_AHEAD + 4 && t + u < n; u++)
+                for (int l = 0; l < hd; l += ATT_LINE) _mm_prefetch((const char *)(k + (size_t)(t + u) * kv_dim + l), _MM_HINT_T0);
+            if (nh == ATT_H) K(dot4)(q, (size_t)hd, ATT_H, k + (size_t)t * kv_dim, kv_dim, nv, scores + j + t, total);
+            else K(dot4)(q, (size_t)hd, 1, k + (size_t)t * kv_dim, kv_dim, nv, scores + j + t, total);
+        }
+        for (; t < n; t++)
+            for (int e = 0; e < nh; e++) scores[e * total + j + t] = K(dot)(q + (size_t)e * hd, k + (size_t)t * kv_dim, nv);
         j += n;
     }
-    float max = -INFINITY;
-    for (int i = 0; i < j; i++) {
-        scores[i] *= scale;
-        if (scores[i] > max) max = scores[i];
-    }
-    float sum = 0.0f; /* in position order */
-    for (int i = 0; i < j; i++) {
-        scores[i] = expf(scores[i] - max);
-        sum += scores[i];
-    }
-    float inv = 1.0f / sum;
-    for (int v = 0; v < nv; v += 4) {
-        int m = nv - v < 4 ? nv - v : 4;
-        K(weigh_values)(out + v * VF_N, scores, spans, n_spans, g + (size_t)v * VF_N, m, inv, kv_dim);
+    float inv[ATT_H];
+    for (int e = 0; e < nh; e++) inv[e] = K(softmax_scores)(scores + e * total, j, 1.0f / sqrtf((float)hd));
+    for (int v = 0; v < nv; v += ATT_V) {
+        float *o = out + v * VF_N;
+        size_t off = g + (size_t)v * VF_N;
+        if (nv - v >= ATT_V && nh == ATT_H) /* the usual case, its counts constants */
+            K(weigh_values)(o, (size_t)hd, scores, total, ATT_H, spans, n_spans, off, ATT_V, inv, kv_dim);
+        else K(weigh_values)(o, (size_t)hd, scores, total, nh, spans, n_spans, off, nv - v < ATT_V ? nv - v : ATT_V, inv, kv_dim);
     }
 }
 
@@ -2245,11 +2281,17 @@ static void K(attention_heads)(float *out, const float *q, const KvSpan *spans, 
         scalar_attention_heads(out, q, spans, n_spans, s, h0, h1);
         return;
     }
-    int total = 0;
-    for (int i = 0; i < n_spans; i++) total += spans[i].n;
-    float *scores = xmalloc(sizeof(float) * (size_t)(total > 0 ? total : 1));
-    for (int h = h0; h < h1; h++)
-        K(attend_head)(out + (size_t)h * s.head_dim, q + (size_t)h * s.head_dim, spans, n_spans, s, h, scores);
+    size_t total = 0;
+    for (int i = 0; i < n_spans; i++) total += (size_t)spans[i].n;
+    float *scores = xmalloc(sizeof(float) * ATT_H * (total > 0 ? total : 1));
+    int group = s.n_heads / s.n_kv_heads;
+    for (int h = h0; h < h1;) {
+        int nh = 1; /* the next heads of h's group, up to ATT_H */
+        while (nh < ATT_H && h + nh < h1 && (h + nh) / group == h / group) nh++;
+        K(attend_heads)(out + (size_t)h * s.head_dim, q + (size_t)h * s.head_dim, spans, n_spans, s, h, nh, scores,
+                        total);
+        h += nh;
+    }
     free(scores);
 }
 
@@ -2380,6 +2422,10 @@ static const SimdKernels K(kernels_bf16) = {
 #endif
 
 
+#undef ATT_H
+#undef ATT_V
+#undef ATT_AHEAD
+#undef ATT_LINE
 #undef VF
 #undef VF_N
 #undef VF_ZERO
