@@ -97,8 +97,8 @@ static void amx_configure(int m) {
 }
 
 /* The sums of block b into tile TMM_C0 or TMM_C1 (the tile unit's work, no
- * wait); the second product subtracts 128 x the row's bytes, which costs the
- * tile unit less than an add per row costs the vector unit. */
+ * wait); the second product subtracts 128 x the sum of the row's activation
+ * bytes, which costs the tile unit less than an add per row costs the vectors. */
 #define AMX_SUM(C, A, B, x, stride, p) \
     do {                              \
         _tile_loadd(A, x, stride);    \

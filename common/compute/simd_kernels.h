@@ -2180,8 +2180,8 @@ INLINE float K(dot)(const float *q, const float *k, int nv) {
 /* Value vectors summed per pass: as many accumulators as the registers hold. */
 #define ATT_V (SIMD_512 ? 8 : 4)
 /* Keys asked for this many positions ahead (values half as many): a head's
- * rows are kv_dim floats apart, past the 4 KB the hardware's own prefetch
- * follows. ATT_LINE: floats in a cache line. */
+ * rows are kv_dim floats apart (4 KB in Qwen3-0.6B), and the hardware's own
+ * prefetch stops at each 4 KB. ATT_LINE: floats in a cache line. */
 #define ATT_AHEAD 8
 #define ATT_LINE 16
 
@@ -2258,7 +2258,7 @@ static void K(attend_heads)(float *out, const float *q, const KvSpan *spans, int
             for (int u = ATT_AHEAD; u < ATT_AHEAD + 4 && t + u < n; u++)
                 for (int l = 0; l < hd; l += ATT_LINE) _mm_prefetch((const char *)(k + (size_t)(t + u) * kv_dim + l), _MM_HINT_T0);
             if (nh == ATT_H) K(dot4)(q, (size_t)hd, ATT_H, k + (size_t)t * kv_dim, kv_dim, nv, scores + j + t, total);
-            else K(dot4)(q, (size_t)hd, 1, k + (size_t)t * kv_dim, kv_dim, nv, scores + j + t, total);
+            else K(dot4)(q, (size_t)hd, nh, k + (size_t)t * kv_dim, kv_dim, nv, scores + j + t, total);
         }
         for (; t < n; t++)
             for (int e = 0; e < nh; e++) scores[e * total + j + t] = K(dot)(q + (size_t)e * hd, k + (size_t)t * kv_dim, nv);

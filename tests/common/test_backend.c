@@ -468,6 +468,7 @@ static const AttnCase ATTN[] = {
     {{8, 2, 32}, 37},
     {{4, 2, 16}, 5},
     {{4, 4, 32}, 9},    /* a kv head to each head: no pairs */
+    {{4, 2, 48}, 13},   /* value vectors not a whole number of passes */
     {{4, 4, 20}, 23},   /* head_dim not a multiple of the lanes: the scalar path inside simd */
 };
 
