@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "fexp.h"
 #include "util.h"
 
 /* y[i, o] for o in [row_begin, row_end): each weight row is dequantized once
@@ -52,7 +53,7 @@ static void attend_head(float *out, const float *q, const KvSpan *spans, int n_s
         }
     float sum = 0.0f;
     for (int i = 0; i < j; i++) {
-        scores[i] = expf(scores[i] - max);
+        scores[i] = fexp(scores[i] - max);
         sum += scores[i];
     }
     for (int d = 0; d < hd; d++) out[d] = 0.0f;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "amx.h"
+#include "fexp.h"
 #include "tiles.h"
 #include "util.h"
 

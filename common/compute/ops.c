@@ -5,6 +5,8 @@
 
 #include <math.h>
 
+#include "fexp.h"
+
 void rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
@@ -36,8 +38,17 @@ void rope_neox(float *x, int n_heads, int head_dim, int pos, float theta_base) {
     }
 }
 
+/* Rows of SiLU are long (3072): e^-a a piece at a time, in vectors. */
+#define SILU_PIECE 256
+
 void silu_mul(float *a, const float *b, size_t n) {
-    for (size_t i = 0; i < n; i++) a[i] = a[i] / (1.0f + expf(-a[i])) * b[i];
+    float e[SILU_PIECE]; /* [SILU_PIECE] e^-a of the piece */
+    for (size_t i0 = 0; i0 < n; i0 += SILU_PIECE) {
+        size_t m = n - i0 < SILU_PIECE ? n - i0 : SILU_PIECE;
+        for (size_t i = 0; i < m; i++) e[i] = -a[i0 + i];
+        fexp_array(e, e, m);
+        for (size_t i = 0; i < m; i++) a[i0 + i] = a[i0 + i] / (1.0f + e[i]) * b[i0 + i];
+    }
 }
 
 void add_inplace(float *y, const float *x, size_t n) {
@@ -91,10 +102,9 @@ void softmax(float *x, int n) {
     float max = x[0];
     for (int i = 1; i < n; i++)
         if (x[i] > max) max = x[i];
+    for (int i = 0; i < n; i++) x[i] -= max;
+    fexp_array(x, x, (size_t)n);
     float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - max);
-        sum += x[i];
-    }
+    for (int i = 0; i < n; i++) sum += x[i];
     for (int i = 0; i < n; i++) x[i] /= sum;
 }

@@ -2236,11 +2236,10 @@ static float K(softmax_scores)(float *scores, int n, float scale) {
         scores[i] *= scale;
         if (scores[i] > max) max = scores[i];
     }
+    for (int i = 0; i < n; i++) scores[i] -= max;
+    fexp_array(scores, scores, (size_t)n);
     float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        scores[i] = expf(scores[i] - max);
-        sum += scores[i];
-    }
+    for (int i = 0; i < n; i++) sum += scores[i];
     return 1.0f / sum;
 }
 
