@@ -19,7 +19,7 @@
 #define P3 0x1.c6af84b912394p-20       /* p(r) = 1 + P1 r + P2 r^2 + P3 r^3 */
 #define P2 0x1.ebfce50fac4f3p-13
 #define P1 0x1.62e42ff0c52d6p-6
-#define ABSTOP_88 0x42a /* (bits >> 20) & 0x7ff above this: |x| >= 88, or not finite */
+#define ABSTOP_88 0x42b /* (bits >> 20) & 0x7ff of 88.0f: from here on |x| >= 88, or not finite */
 
 /* bits of 2^(i/32), less i << 47 */
 static const uint64_t POW2[32] = {
@@ -53,7 +53,7 @@ static bool fexp_edge(float x, float *e) {
 
 float fexp(float x) {
     float e;
-    if (((float_bits(x) >> 20) & 0x7ff) > ABSTOP_88 && fexp_edge(x, &e)) return e;
+    if (((float_bits(x) >> 20) & 0x7ff) >= ABSTOP_88 && fexp_edge(x, &e)) return e;
     double xd = (double)x;
     double kd = fma(INV_LN2_N, xd, SHIFT);
     uint64_t ki;
@@ -75,7 +75,7 @@ static void fexp_scalar(float *y, const float *x, size_t n) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#define FEXP_AVX512 __attribute__((target("avx512f,avx512dq")))
+#define FEXP_AVX512 __attribute__((target("avx512f")))
 #define FEXP_AVX2 __attribute__((target("avx2,fma")))
 
 /* fexp of 8 doubles (floats widened): the steps of fexp, lane by lane. */
@@ -97,24 +97,22 @@ static FEXP_AVX512 __m256 fexp8_avx512(__m256 xf) {
     return _mm512_cvtpd_ps(_mm512_mul_pd(y, _mm512_castsi512_pd(tb)));
 }
 
-static FEXP_AVX512 void fexp_avx512(float *y, const float *x, size_t n) {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_loadu_ps(x + i);
-        __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 20), _mm512_set1_epi32(0x7ff));
-        __mmask16 edge = _mm512_cmpgt_epu32_mask(top, _mm512_set1_epi32(ABSTOP_88));
-        __m256 a = fexp8_avx512(_mm512_castps512_ps256(v));
-        __m256 b = fexp8_avx512(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-        float e[16];
-        memcpy(e, x + i, sizeof e); /* x may be y */
-        _mm256_storeu_ps(y + i, a);
-        _mm256_storeu_ps(y + i + 8, b);
-        for (int l = 0; edge; l++, edge >>= 1)
-            if (edge & 1) y[i + l] = fexp(e[l]);
-    }
-    fexp_scalar(y + i, x + i, n - i);
+/* y[0..16) = fexp(x[0..16)): lanes past an end (|x| >= 88, not finite)
+ * are done again one by one. */
+static FEXP_AVX512 void fexp16(float *y, const float *x) {
+    __m512 v = _mm512_loadu_ps(x);
+    __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 20), _mm512_set1_epi32(0x7ff));
+    __mmask16 edge = _mm512_cmpge_epu32_mask(top, _mm512_set1_epi32(ABSTOP_88));
+    __m256 a = fexp8_avx512(_mm512_castps512_ps256(v));
+    __m256 b = fexp8_avx512(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    _mm256_storeu_ps(y, a);
+    _mm256_storeu_ps(y + 8, b);
+    if (!edge) return;
+    float in[16]; /* x may be y */
+    _mm512_storeu_ps(in, v);
+    for (int l = 0; edge; l++, edge >>= 1)
+        if (edge & 1) y[l] = fexp(in[l]);
 }
-
 /* fexp of 4 floats, widened: the same steps in AVX2. */
 static FEXP_AVX2 __m128 fexp4_avx2(__m128 xf) {
     const __m256d inv = _mm256_set1_pd(INV_LN2_N), shift = _mm256_set1_pd(SHIFT);
@@ -132,49 +130,72 @@ static FEXP_AVX2 __m128 fexp4_avx2(__m128 xf) {
     return _mm256_cvtpd_ps(_mm256_mul_pd(y, _mm256_castsi256_pd(tb)));
 }
 
-static FEXP_AVX2 void fexp_avx2(float *y, const float *x, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i);
-        __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 20), _mm256_set1_epi32(0x7ff));
-        int edge = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(ABSTOP_88))));
-        float e[8];
-        memcpy(e, x + i, sizeof e);
-        _mm_storeu_ps(y + i, fexp4_avx2(_mm256_castps256_ps128(v)));
-        _mm_storeu_ps(y + i + 4, fexp4_avx2(_mm256_extractf128_ps(v, 1)));
-        for (int l = 0; edge; l++, edge >>= 1)
-            if (edge & 1) y[i + l] = fexp(e[l]);
-    }
-    fexp_scalar(y + i, x + i, n - i);
+/* fexp8: fexp16 in AVX2. */
+static FEXP_AVX2 void fexp8(float *y, const float *x) {
+    __m256 v = _mm256_loadu_ps(x);
+    __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 20), _mm256_set1_epi32(0x7ff));
+    int edge = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(ABSTOP_88 - 1))));
+    _mm_storeu_ps(y, fexp4_avx2(_mm256_castps256_ps128(v)));
+    _mm_storeu_ps(y + 4, fexp4_avx2(_mm256_extractf128_ps(v, 1)));
+    if (!edge) return;
+    float in[8];
+    _mm256_storeu_ps(in, v);
+    for (int l = 0; edge; l++, edge >>= 1)
+        if (edge & 1) y[l] = fexp(in[l]);
 }
 
-/* The widest vectors here; SIMD_ISA=avx2... (backend_simd.h) keeps to 8 lanes. */
+/* Whole vectors of lanes, then the rest as one more, padded: the scalar
+ * fexp (libm's fma without -mfma) only for the lanes past an end. */
+#define FEXP_VECTORS(name, lanes, target)                                 \
+    static target void name(float *y, const float *x, size_t n) {         \
+        size_t i = 0;                                                     \
+        for (; i + lanes <= n; i += lanes) fexp##lanes(y + i, x + i);     \
+        if (i == n) return;                                               \
+        float pad[lanes] = {0};                                           \
+        memcpy(pad, x + i, (n - i) * sizeof *pad);                        \
+        fexp##lanes(pad, pad);                                            \
+        memcpy(y + i, pad, (n - i) * sizeof *pad);                        \
+    }
+FEXP_VECTORS(fexp_avx512, 16, FEXP_AVX512)
+FEXP_VECTORS(fexp_avx2, 8, FEXP_AVX2)
+
+/* The widest vectors this processor has. */
 static int fexp_lanes_here(void) {
-    const char *want = getenv("SIMD_ISA");
-    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        !(want && strncmp(want, "avx2", 4) == 0))
-        return 16;
-    return avx2 ? 8 : 1;
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return 1;
+    return __builtin_cpu_supports("avx512f") ? 16 : 8;
 }
 #else
 static int fexp_lanes_here(void) { return 1; }
 #endif
 
-int fexp_array_lanes(int lanes, float *y, const float *x, size_t n) {
-    if (lanes > fexp_lanes_here()) return -1;
+/* fexp_array's width: the widest, or what SIMD_ISA names (backend_simd.h;
+ * the same rules as sampling.c): avx512..., avx2..., anything else none. */
+static int fexp_lanes_chosen(void) {
+    const char *want = getenv("SIMD_ISA");
+    int here = fexp_lanes_here();
+    if (!want || !*want) return here;
+    if (strncmp(want, "avx512", 6) == 0) return here == 16 ? 16 : 1;
+    return strncmp(want, "avx2", 4) == 0 && here >= 8 ? 8 : 1;
+}
+
+static void fexp_run(int lanes, float *y, const float *x, size_t n) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (lanes == 16) return fexp_avx512(y, x, n), 0;
-    if (lanes == 8) return fexp_avx2(y, x, n), 0;
+    if (lanes == 16) fexp_avx512(y, x, n);
+    else if (lanes == 8) fexp_avx2(y, x, n);
+    else
 #endif
-    if (lanes != 1) return -1;
-    fexp_scalar(y, x, n);
+        fexp_scalar(y, x, n);
+}
+
+int fexp_array_lanes(int lanes, float *y, const float *x, size_t n) {
+    if ((lanes != 1 && lanes != 8 && lanes != 16) || lanes > fexp_lanes_here()) return -1;
+    fexp_run(lanes, y, x, n);
     return 0;
 }
 
 void fexp_array(float *y, const float *x, size_t n) {
-    static int lanes; /* 0: not asked yet; every thread finds the same */
+    static int lanes; /* 0: not chosen yet; every thread chooses the same */
     int l = __atomic_load_n(&lanes, __ATOMIC_RELAXED);
-    if (!l) __atomic_store_n(&lanes, l = fexp_lanes_here(), __ATOMIC_RELAXED);
-    fexp_array_lanes(l, y, x, n);
+    if (!l) __atomic_store_n(&lanes, l = fexp_lanes_chosen(), __ATOMIC_RELAXED);
+    fexp_run(l, y, x, n);
 }

@@ -38,7 +38,7 @@ void rope_neox(float *x, int n_heads, int head_dim, int pos, float theta_base) {
     }
 }
 
-/* Rows of SiLU are long (3072): e^-a a piece at a time, in vectors. */
+/* e^-a in vectors (fexp_array), a piece at a time into a buffer on the stack. */
 #define SILU_PIECE 256
 
 void silu_mul(float *a, const float *b, size_t n) {
