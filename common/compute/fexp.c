@@ -78,24 +78,37 @@ static void fexp_scalar(float *y, const float *x, size_t n) {
 #define FEXP_AVX512 __attribute__((target("avx512f")))
 #define FEXP_AVX2 __attribute__((target("avx2,fma")))
 
-/* fexp of 8 doubles (floats widened): the steps of fexp, lane by lane. */
-static FEXP_AVX512 __m256 fexp8_avx512(__m256 xf) {
+/* POW2[k mod 32] in each lane: two 16-entry permutes, and bit 4 picks. */
+static FEXP_AVX512 __m512i pow2_512(__m512i ki) {
     const __m512i t0 = _mm512_loadu_si512(POW2), t1 = _mm512_loadu_si512(POW2 + 8);
     const __m512i t2 = _mm512_loadu_si512(POW2 + 16), t3 = _mm512_loadu_si512(POW2 + 24);
-    const __m512d inv = _mm512_set1_pd(INV_LN2_N), shift = _mm512_set1_pd(SHIFT);
-    __m512d xd = _mm512_cvtps_pd(xf);
-    __m512d kd = _mm512_fmadd_pd(inv, xd, shift);
-    __m512i ki = _mm512_castpd_si512(kd);
-    kd = _mm512_sub_pd(kd, shift);
-    __m512d r = _mm512_fmsub_pd(inv, xd, kd);
     __m512i lo = _mm512_permutex2var_epi64(t0, ki, t1), hi = _mm512_permutex2var_epi64(t2, ki, t3);
-    __mmask8 upper = _mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)); /* k mod 32 >= 16 */
-    __m512i tb = _mm512_add_epi64(_mm512_mask_blend_epi64(upper, lo, hi), _mm512_slli_epi64(ki, 47));
-    __m512d z = _mm512_fmadd_pd(_mm512_set1_pd(P3), r, _mm512_set1_pd(P2)), r2 = _mm512_mul_pd(r, r);
-    __m512d y = _mm512_fmadd_pd(_mm512_set1_pd(P1), r, _mm512_set1_pd(1.0));
-    y = _mm512_fmadd_pd(z, r2, y);
-    return _mm512_cvtpd_ps(_mm512_mul_pd(y, _mm512_castsi512_pd(tb)));
+    return _mm512_mask_blend_epi64(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), lo, hi);
 }
+
+/* The same by a gather (AVX2 permutes only within 128 bits). */
+static FEXP_AVX2 __m256i pow2_256(__m256i ki) {
+    return _mm256_i64gather_epi64((const long long *)POW2, _mm256_and_si256(ki, _mm256_set1_epi64x(31)), 8);
+}
+
+/* fexp of the floats xf, widened to doubles in vectors of W bits: fexp's
+ * steps, lane by lane. */
+#define FEXP_DOUBLES(W, F, target)                                                            \
+    static target F fexp_doubles##W(F xf) {                                                   \
+        const __m##W##d inv = _mm##W##_set1_pd(INV_LN2_N), shift = _mm##W##_set1_pd(SHIFT);  \
+        __m##W##d xd = _mm##W##_cvtps_pd(xf);                                                 \
+        __m##W##d kd = _mm##W##_fmadd_pd(inv, xd, shift);                                     \
+        __m##W##i ki = _mm##W##_castpd_si##W(kd);                                             \
+        kd = _mm##W##_sub_pd(kd, shift);                                                      \
+        __m##W##d r = _mm##W##_fmsub_pd(inv, xd, kd);                                         \
+        __m##W##i tb = _mm##W##_add_epi64(pow2_##W(ki), _mm##W##_slli_epi64(ki, 47));         \
+        __m##W##d z = _mm##W##_fmadd_pd(_mm##W##_set1_pd(P3), r, _mm##W##_set1_pd(P2));       \
+        __m##W##d y = _mm##W##_fmadd_pd(_mm##W##_set1_pd(P1), r, _mm##W##_set1_pd(1.0));      \
+        y = _mm##W##_fmadd_pd(z, _mm##W##_mul_pd(r, r), y);                                   \
+        return _mm##W##_cvtpd_ps(_mm##W##_mul_pd(y, _mm##W##_castsi##W##_pd(tb)));            \
+    }
+FEXP_DOUBLES(512, __m256, FEXP_AVX512)
+FEXP_DOUBLES(256, __m128, FEXP_AVX2)
 
 /* y[0..16) = fexp(x[0..16)): lanes past an end (|x| >= 88, not finite)
  * are done again one by one. */
@@ -103,8 +116,8 @@ static FEXP_AVX512 void fexp16(float *y, const float *x) {
     __m512 v = _mm512_loadu_ps(x);
     __m512i top = _mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(v), 20), _mm512_set1_epi32(0x7ff));
     __mmask16 edge = _mm512_cmpge_epu32_mask(top, _mm512_set1_epi32(ABSTOP_88));
-    __m256 a = fexp8_avx512(_mm512_castps512_ps256(v));
-    __m256 b = fexp8_avx512(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m256 a = fexp_doubles512(_mm512_castps512_ps256(v));
+    __m256 b = fexp_doubles512(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     _mm256_storeu_ps(y, a);
     _mm256_storeu_ps(y + 8, b);
     if (!edge) return;
@@ -113,30 +126,13 @@ static FEXP_AVX512 void fexp16(float *y, const float *x) {
     for (int l = 0; edge; l++, edge >>= 1)
         if (edge & 1) y[l] = fexp(in[l]);
 }
-/* fexp of 4 floats, widened: the same steps in AVX2. */
-static FEXP_AVX2 __m128 fexp4_avx2(__m128 xf) {
-    const __m256d inv = _mm256_set1_pd(INV_LN2_N), shift = _mm256_set1_pd(SHIFT);
-    __m256d xd = _mm256_cvtps_pd(xf);
-    __m256d kd = _mm256_fmadd_pd(inv, xd, shift);
-    __m256i ki = _mm256_castpd_si256(kd);
-    kd = _mm256_sub_pd(kd, shift);
-    __m256d r = _mm256_fmsub_pd(inv, xd, kd);
-    __m256i idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
-    __m256i tb = _mm256_i64gather_epi64((const long long *)POW2, idx, 8);
-    tb = _mm256_add_epi64(tb, _mm256_slli_epi64(ki, 47));
-    __m256d z = _mm256_fmadd_pd(_mm256_set1_pd(P3), r, _mm256_set1_pd(P2)), r2 = _mm256_mul_pd(r, r);
-    __m256d y = _mm256_fmadd_pd(_mm256_set1_pd(P1), r, _mm256_set1_pd(1.0));
-    y = _mm256_fmadd_pd(z, r2, y);
-    return _mm256_cvtpd_ps(_mm256_mul_pd(y, _mm256_castsi256_pd(tb)));
-}
-
 /* fexp8: fexp16 in AVX2. */
 static FEXP_AVX2 void fexp8(float *y, const float *x) {
     __m256 v = _mm256_loadu_ps(x);
     __m256i top = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 20), _mm256_set1_epi32(0x7ff));
     int edge = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(top, _mm256_set1_epi32(ABSTOP_88 - 1))));
-    _mm_storeu_ps(y, fexp4_avx2(_mm256_castps256_ps128(v)));
-    _mm_storeu_ps(y + 4, fexp4_avx2(_mm256_extractf128_ps(v, 1)));
+    _mm_storeu_ps(y, fexp_doubles256(_mm256_castps256_ps128(v)));
+    _mm_storeu_ps(y + 4, fexp_doubles256(_mm256_extractf128_ps(v, 1)));
     if (!edge) return;
     float in[8];
     _mm256_storeu_ps(in, v);
